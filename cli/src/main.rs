@@ -1,0 +1,179 @@
+//! `crm`: the operator tool of the CRM API.
+//!
+//! - `crm serve`: the whole API on the embedded store (what `cargo run` starts).
+//! - `crm create-table`: the DynamoDB table and its indexes (DynamoDB Local or AWS).
+//! - `crm bootstrap`: workspace 1 and an admin token in a DynamoDB table.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::{Args, Parser, Subcommand};
+use shared::config::Config;
+use shared::domain::workspaces;
+use shared::http::AppState;
+use shared::keys;
+use shared::store::SharedStore;
+use shared::store::memory::MemoryStore;
+
+#[derive(Parser)]
+#[command(name = "crm", version, about = "Operator tool of the CRM API")]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve every route of the API locally (the default command).
+    Serve(Serve),
+    /// Create the DynamoDB table and its indexes (CRM_TABLE, CRM_DYNAMODB_ENDPOINT).
+    CreateTable,
+    /// Create workspace 1 and an admin token in the DynamoDB table, unless present.
+    /// The token is CRM_BOOTSTRAP_TOKEN when set, otherwise random and printed once.
+    Bootstrap {
+        /// Name of the workspace.
+        #[arg(long, default_value = "Default workspace")]
+        name: String,
+    },
+}
+
+#[derive(Args)]
+struct Serve {
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    #[arg(long, default_value_t = 3000)]
+    port: u16,
+    /// Keep the embedded store in this folder (it survives restarts).
+    #[arg(long, default_value = ".crm-data", conflicts_with_all = ["in_memory", "dynamodb"])]
+    data: PathBuf,
+    /// Keep the embedded store in memory only.
+    #[arg(long)]
+    in_memory: bool,
+    /// Serve from DynamoDB instead (CRM_TABLE, CRM_DYNAMODB_ENDPOINT), e.g. DynamoDB Local.
+    #[arg(long)]
+    dynamodb: bool,
+}
+
+impl Default for Serve {
+    fn default() -> Self {
+        Self {
+            host: "127.0.0.1".into(),
+            port: 3000,
+            data: ".crm-data".into(),
+            in_memory: false,
+            dynamodb: false,
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let cli = Cli::parse();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false)
+        .compact()
+        .init();
+    let result = match cli.command.unwrap_or(Command::Serve(Serve::default())) {
+        Command::Serve(args) => serve(args).await,
+        Command::CreateTable => create_table().await,
+        Command::Bootstrap { name } => {
+            bootstrap(Arc::new(Config::from_env().dynamo_store().await), &name)
+                .await
+                .map(|_| ())
+        }
+    };
+    if let Err(message) = result {
+        eprintln!("crm: {message}");
+        std::process::exit(1);
+    }
+}
+
+async fn serve(args: Serve) -> Result<(), String> {
+    let store: SharedStore = if args.dynamodb {
+        Arc::new(Config::from_env().dynamo_store().await)
+    } else if args.in_memory {
+        Arc::new(MemoryStore::in_memory(keys::GSIS))
+    } else {
+        let store = MemoryStore::open(&args.data, keys::GSIS)
+            .map_err(|e| format!("cannot open the store in {}: {e}", args.data.display()))?;
+        Arc::new(store)
+    };
+    let new_token = bootstrap(store.clone(), "Default workspace").await?;
+
+    let addr: SocketAddr = format!("{}:{}", args.host, args.port)
+        .parse()
+        .map_err(|e| format!("bad address {}:{}: {e}", args.host, args.port))?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let where_ = if args.dynamodb {
+        "DynamoDB".to_owned()
+    } else if args.in_memory {
+        "the in-memory store".to_owned()
+    } else {
+        format!("the store in {}", args.data.display())
+    };
+    if let Some(secret) = new_token {
+        eprintln!(
+            "Try: curl -H 'Authorization: Bearer {secret}' http://{addr}/v3/workspaces/info\n"
+        );
+    }
+    tracing::info!("CRM API on http://{addr} ({where_}); Ctrl-C stops it");
+    axum::serve(listener, crm::app(AppState::new(store)))
+        .with_graceful_shutdown(shutdown())
+        .await
+        .map_err(|e| format!("server error: {e}"))
+}
+
+async fn shutdown() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("a SIGTERM handler");
+        tokio::select! { _ = ctrl_c => {}, _ = term.recv() => {} }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}
+
+/// Returns the secret of a new random admin token, if one was issued.
+async fn bootstrap(store: SharedStore, name: &str) -> Result<Option<String>, String> {
+    let token = std::env::var("CRM_BOOTSTRAP_TOKEN")
+        .ok()
+        .filter(|t| !t.is_empty());
+    let given = token.is_some();
+    let outcome = workspaces::bootstrap(store.as_ref(), name, token)
+        .await
+        .map_err(|e| format!("bootstrap failed: {}", e.message))?;
+    if outcome.created_workspace {
+        eprintln!("Created workspace {}.", workspaces::FIRST_WORKSPACE);
+    }
+    match &outcome.new_token {
+        Some(_) if given => eprintln!("CRM_BOOTSTRAP_TOKEN is now an admin token of workspace 1."),
+        Some(secret) => {
+            eprintln!("Admin token of workspace 1 (shown once, keep it):\n\n    {secret}\n")
+        }
+        None if given => eprintln!("CRM_BOOTSTRAP_TOKEN is an admin token of workspace 1."),
+        None => eprintln!(
+            "Workspace 1 exists: use the admin token printed when it was created, \
+             or set CRM_BOOTSTRAP_TOKEN=crm_<at least 16 characters> to add one."
+        ),
+    }
+    Ok(outcome.new_token.filter(|_| !given))
+}
+
+async fn create_table() -> Result<(), String> {
+    let config = Config::from_env();
+    let store = config.dynamo_store().await;
+    store
+        .create_table()
+        .await
+        .map_err(|e| format!("creating table {}: {e}", config.table))?;
+    eprintln!("Table {} is ready.", config.table);
+    Ok(())
+}

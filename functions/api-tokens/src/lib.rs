@@ -1,0 +1,43 @@
+//! The API-token group: create (the secret is shown once), list, revoke.
+
+use axum::Json;
+use axum::extract::State;
+use axum::response::Response;
+use shared::auth::Caller;
+use shared::domain::tokens::{self, CreateToken, TokenView};
+use shared::http::{AppState, Body, Group, Params, PathKey, Reply, created};
+use shared::page::{ListPage, OffsetQuery};
+
+pub fn group() -> Group {
+    Group::new("api-tokens")
+        .post("/v3/api-tokens", create)
+        .get("/v3/api-tokens", list)
+        .delete("/v3/api-tokens/{id}", revoke)
+}
+
+async fn create(
+    State(s): State<AppState>,
+    caller: Caller,
+    Body(input): Body<CreateToken>,
+) -> Result<Response, shared::ApiError> {
+    let issued = tokens::create(s.store.as_ref(), &caller, input).await?;
+    Ok(created(issued.view()))
+}
+
+async fn list(
+    State(s): State<AppState>,
+    caller: Caller,
+    Params(q): Params<OffsetQuery>,
+) -> Reply<ListPage<TokenView>> {
+    Ok(Json(
+        tokens::list(s.store.as_ref(), &caller, q.paging()?).await?,
+    ))
+}
+
+async fn revoke(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathKey(id): PathKey,
+) -> Reply<TokenView> {
+    Ok(Json(tokens::revoke(s.store.as_ref(), &caller, &id).await?))
+}

@@ -1,0 +1,39 @@
+//! The audit group: the caller's audit entries, and (admin) every workspace's.
+
+use axum::Json;
+use axum::extract::State;
+use shared::auth::Caller;
+use shared::domain::audit::{self, AuditEntry};
+use shared::http::{AppState, Group, Params, PathKey, Reply};
+use shared::page::{ListPage, OffsetQuery};
+
+pub fn group() -> Group {
+    Group::new("audit")
+        .get("/v3/audit", list)
+        .get("/v3/audit/admin", list_all)
+        .get("/v3/audit/{id}", get)
+}
+
+async fn list(
+    State(s): State<AppState>,
+    caller: Caller,
+    Params(q): Params<OffsetQuery>,
+) -> Reply<ListPage<AuditEntry>> {
+    Ok(Json(
+        audit::list(s.store.as_ref(), &caller, q.paging()?).await?,
+    ))
+}
+
+async fn list_all(
+    State(s): State<AppState>,
+    caller: Caller,
+    Params(q): Params<OffsetQuery>,
+) -> Reply<ListPage<AuditEntry>> {
+    Ok(Json(
+        audit::list_all(s.store.as_ref(), &caller, q.paging()?).await?,
+    ))
+}
+
+async fn get(State(s): State<AppState>, caller: Caller, PathKey(id): PathKey) -> Reply<AuditEntry> {
+    Ok(Json(audit::get(s.store.as_ref(), &caller, &id).await?))
+}

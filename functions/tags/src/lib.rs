@@ -1,0 +1,111 @@
+//! The tags group: `/v3/tags` and `/v1/tags`, one stored tag in two shapes.
+
+use axum::Json;
+use axum::extract::State;
+use axum::response::Response;
+use shared::auth::Caller;
+use shared::domain::tags::{self, CreateTag, CreateTagV1, PatchTag, PatchTagV1, TagV1, TagV3};
+use shared::http::{AppState, Body, Group, Params, PathId, Reply, created};
+use shared::page::{CursorPage, CursorQuery, ListPage, OffsetQuery};
+
+pub fn group() -> Group {
+    Group::new("tags")
+        .get("/v3/tags", list)
+        .post("/v3/tags", create)
+        .get("/v3/tags/{id}", get)
+        .patch("/v3/tags/{id}", update)
+        .delete("/v3/tags/{id}", delete)
+        .get("/v1/tags", list_v1)
+        .post("/v1/tags", create_v1)
+        .get("/v1/tags/{id}", get_v1)
+        .patch("/v1/tags/{id}", update_v1)
+        .delete("/v1/tags/{id}", delete_v1)
+}
+
+async fn list(
+    State(s): State<AppState>,
+    caller: Caller,
+    Params(q): Params<OffsetQuery>,
+) -> Reply<ListPage<TagV3>> {
+    Ok(Json(
+        tags::list(s.store.as_ref(), &caller, q.paging()?)
+            .await?
+            .map(TagV3::from),
+    ))
+}
+
+async fn create(
+    State(s): State<AppState>,
+    caller: Caller,
+    Body(input): Body<CreateTag>,
+) -> Result<Response, shared::ApiError> {
+    let tag = tags::create(s.store.as_ref(), &caller, input).await?;
+    Ok(created(TagV3::from(tag)))
+}
+
+async fn get(State(s): State<AppState>, caller: Caller, PathId(id): PathId) -> Reply<TagV3> {
+    Ok(Json(tags::get(s.store.as_ref(), &caller, id).await?.into()))
+}
+
+async fn update(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathId(id): PathId,
+    Body(patch): Body<PatchTag>,
+) -> Reply<TagV3> {
+    Ok(Json(
+        tags::update(s.store.as_ref(), &caller, id, patch)
+            .await?
+            .into(),
+    ))
+}
+
+async fn delete(State(s): State<AppState>, caller: Caller, PathId(id): PathId) -> Reply<TagV3> {
+    Ok(Json(
+        tags::delete(s.store.as_ref(), &caller, id).await?.into(),
+    ))
+}
+
+async fn list_v1(
+    State(s): State<AppState>,
+    caller: Caller,
+    Params(q): Params<CursorQuery>,
+) -> Reply<CursorPage<TagV1>> {
+    let page = tags::list_after(s.store.as_ref(), &caller, q.paging()?).await?;
+    Ok(Json(CursorPage {
+        data: page.data.into_iter().map(TagV1::from).collect(),
+        next_cursor: page.next_cursor,
+    }))
+}
+
+async fn create_v1(
+    State(s): State<AppState>,
+    caller: Caller,
+    Body(input): Body<CreateTagV1>,
+) -> Result<Response, shared::ApiError> {
+    let tag = tags::create(s.store.as_ref(), &caller, input.into()).await?;
+    Ok(created(TagV1::from(tag)))
+}
+
+async fn get_v1(State(s): State<AppState>, caller: Caller, PathId(id): PathId) -> Reply<TagV1> {
+    Ok(Json(tags::get(s.store.as_ref(), &caller, id).await?.into()))
+}
+
+async fn update_v1(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathId(id): PathId,
+    Body(patch): Body<PatchTagV1>,
+) -> Reply<TagV1> {
+    Ok(Json(
+        tags::update(s.store.as_ref(), &caller, id, patch.into())
+            .await?
+            .into(),
+    ))
+}
+
+async fn delete_v1(State(s): State<AppState>, caller: Caller, PathId(id): PathId) -> Reply<TagV1> {
+    Ok(Json(
+        tags::delete(s.store.as_ref(), &caller, id).await?.into(),
+    ))
+}

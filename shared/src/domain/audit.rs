@@ -1,0 +1,115 @@
+//! Audit entries: one per successful mutation, written in the same transaction as
+//! the change. Who (the token id), what (action, resource, id), when, and the
+//! request id that ties the entry to the request log.
+
+use serde::{Deserialize, Serialize};
+
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::ids;
+use crate::keys;
+use crate::page::{ListPage, Paging, counted_page, offset_page};
+use crate::record::{self, Record, Stamps};
+use crate::store::{Index, Key, Query, SkRange, Store};
+
+/// The counter behind the workspace's audit `totalCount`.
+pub const LIST: &str = "AUDIT";
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditEntry {
+    pub id: String,
+    pub workspace_id: u64,
+    /// `<resource>.<verb>`, such as `tag.create` or `apiToken.revoke`.
+    pub action: String,
+    pub resource: String,
+    pub resource_id: String,
+    /// The API token that made the change.
+    pub token_id: String,
+    pub request_id: String,
+    #[serde(flatten)]
+    pub stamps: Stamps,
+}
+
+impl AuditEntry {
+    pub fn new(caller: &Caller, action: &str, resource: &str, resource_id: &str) -> Self {
+        Self {
+            id: ids::new_ulid(),
+            workspace_id: caller.workspace_id,
+            action: action.to_owned(),
+            resource: resource.to_owned(),
+            resource_id: resource_id.to_owned(),
+            token_id: caller.token_id.clone(),
+            request_id: caller.request_id.clone(),
+            stamps: Stamps::new(),
+        }
+    }
+}
+
+impl Record for AuditEntry {
+    const TYPE: &'static str = "AuditEntry";
+    fn key(&self) -> Key {
+        keys::audit_entry(self.workspace_id, &self.id)
+    }
+    fn index_keys(&self) -> Vec<(&'static str, String)> {
+        vec![
+            (keys::GSI1.pk, keys::ALL_AUDIT.into()),
+            (keys::GSI1.sk, self.id.clone()),
+        ]
+    }
+}
+
+/// The caller's workspace, newest first.
+pub async fn list(
+    store: &dyn Store,
+    caller: &Caller,
+    paging: Paging,
+) -> ApiResult<ListPage<AuditEntry>> {
+    let query = Query::new(
+        Index::TABLE,
+        keys::audit_entries(caller.workspace_id),
+        SkRange::All,
+    )
+    .backward();
+    counted_page(
+        store,
+        query,
+        paging,
+        keys::counter(caller.workspace_id, LIST),
+    )
+    .await
+}
+
+pub async fn get(store: &dyn Store, caller: &Caller, id: &str) -> ApiResult<AuditEntry> {
+    record::get(store, &keys::audit_entry(caller.workspace_id, id), false)
+        .await?
+        .ok_or_else(|| ApiError::not_found("audit entry"))
+}
+
+/// Every workspace, newest first: operators only.
+pub async fn list_all(
+    store: &dyn Store,
+    caller: &Caller,
+    paging: Paging,
+) -> ApiResult<ListPage<AuditEntry>> {
+    caller.require_admin()?;
+    let query = Query::new(keys::GSI1, keys::ALL_AUDIT, SkRange::All).backward();
+    let shards: Vec<Key> = (0..keys::AUDIT_COUNTER_SHARDS)
+        .map(keys::audit_counter_shard)
+        .collect();
+    let (items, counters) = tokio::try_join!(offset_page(store, query, paging), async {
+        store.batch_get(&shards).await.map_err(ApiError::from)
+    })?;
+    let total = counters
+        .iter()
+        .filter_map(|c| c.get(record::COUNT).and_then(serde_json::Value::as_i64))
+        .sum::<i64>()
+        .max(0) as u64;
+    Ok(ListPage {
+        total_count: Some(total),
+        data: items
+            .into_iter()
+            .map(record::from_item)
+            .collect::<ApiResult<_>>()?,
+    })
+}

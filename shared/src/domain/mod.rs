@@ -1,0 +1,7 @@
+//! The domain functions behind the routes: each takes the store and the caller,
+//! and does one operation of the spec. Handlers only parse and delegate.
+
+pub mod audit;
+pub mod tags;
+pub mod tokens;
+pub mod workspaces;

@@ -1,0 +1,362 @@
+//! Tags: one stored record, served as the `/v3` Tag and the `/v1` public tag.
+//!
+//! The name is unique per workspace, compared without case and surrounding or
+//! repeated spaces ("VIP" and " vip " are the same tag). A sentinel item keyed by
+//! the normalized name is claimed in the same transaction as the tag, so of two
+//! concurrent creates of one name exactly one succeeds and the other gets 409.
+
+use serde::{Deserialize, Serialize};
+use validator::Validate;
+
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::keys;
+use crate::page::{CursorPage, CursorPaging, ListPage, Paging, counted_page, cursor_page};
+use crate::record::{self, Mutation, Record, Stamps, with_fresh_id};
+use crate::store::{Index, Key, Query, SkRange, Store};
+
+/// The counter behind `totalCount`.
+pub const LIST: &str = "TAG";
+/// The color of a tag created without one.
+pub const DEFAULT_COLOR: &str = "#9E9E9E";
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Tag {
+    pub id: u64,
+    pub workspace_id: u64,
+    pub name: String,
+    pub color: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_color: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author_id: Option<u64>,
+    /// The legacy `_id` a client may keep on the record.
+    #[serde(default, rename = "_id", skip_serializing_if = "Option::is_none")]
+    pub legacy_id: Option<String>,
+    #[serde(flatten)]
+    pub stamps: Stamps,
+    pub version: u64,
+}
+
+impl Record for Tag {
+    const TYPE: &'static str = "Tag";
+    fn key(&self) -> Key {
+        keys::tag(self.workspace_id, self.id)
+    }
+}
+
+/// The name as uniqueness sees it: trimmed, inner spaces collapsed, lowercase.
+pub fn normalize_name(name: &str) -> String {
+    name.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
+}
+
+// ------------------------------------------------------------------ inputs
+
+/// `POST /v3/tags`. Only `name` is required; `color` defaults to [`DEFAULT_COLOR`].
+#[derive(Debug, Deserialize, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateTag {
+    #[validate(length(min = 1, max = 128), custom(function = "not_blank"))]
+    pub name: String,
+    #[validate(length(min = 1, max = 128))]
+    pub color: Option<String>,
+    #[validate(length(max = 20))]
+    pub text_color: Option<String>,
+    pub author_id: Option<u64>,
+    #[serde(rename = "_id")]
+    #[validate(length(max = 128))]
+    pub legacy_id: Option<String>,
+}
+
+/// `POST /v1/tags`: the public create record.
+#[derive(Debug, Deserialize, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateTagV1 {
+    #[validate(length(min = 1, max = 128), custom(function = "not_blank"))]
+    pub name: String,
+    #[validate(length(min = 1, max = 128))]
+    pub color: Option<String>,
+    #[validate(length(max = 20))]
+    pub text_color: Option<String>,
+}
+
+impl From<CreateTagV1> for CreateTag {
+    fn from(v1: CreateTagV1) -> Self {
+        Self {
+            name: v1.name,
+            color: v1.color,
+            text_color: v1.text_color,
+            author_id: None,
+            legacy_id: None,
+        }
+    }
+}
+
+/// `PATCH /v3/tags/{id}`: every field optional. `null` clears the optional ones.
+#[derive(Debug, Default, Deserialize, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PatchTag {
+    #[serde(default, deserialize_with = "crate::validate::present")]
+    #[validate(length(min = 1, max = 128), custom(function = "not_blank"))]
+    pub name: Option<String>,
+    #[serde(default, deserialize_with = "crate::validate::present")]
+    #[validate(length(min = 1, max = 128))]
+    pub color: Option<String>,
+    #[serde(default, deserialize_with = "crate::validate::nullable")]
+    #[validate(length(max = 20))]
+    pub text_color: Option<Option<String>>,
+    #[serde(default, deserialize_with = "crate::validate::nullable")]
+    pub author_id: Option<Option<u64>>,
+    #[serde(
+        default,
+        rename = "_id",
+        deserialize_with = "crate::validate::nullable"
+    )]
+    #[validate(length(max = 128))]
+    pub legacy_id: Option<Option<String>>,
+}
+
+/// `PATCH /v1/tags/{id}`: the public update record.
+#[derive(Debug, Deserialize, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PatchTagV1 {
+    #[serde(default, deserialize_with = "crate::validate::present")]
+    #[validate(length(min = 1, max = 128), custom(function = "not_blank"))]
+    pub name: Option<String>,
+    #[serde(default, deserialize_with = "crate::validate::present")]
+    #[validate(length(min = 1, max = 128))]
+    pub color: Option<String>,
+    #[serde(default, deserialize_with = "crate::validate::nullable")]
+    #[validate(length(max = 20))]
+    pub text_color: Option<Option<String>>,
+}
+
+impl From<PatchTagV1> for PatchTag {
+    fn from(v1: PatchTagV1) -> Self {
+        Self {
+            name: v1.name,
+            color: v1.color,
+            text_color: v1.text_color,
+            ..Self::default()
+        }
+    }
+}
+
+fn not_blank(value: &str) -> Result<(), validator::ValidationError> {
+    crate::validate::not_blank(value)
+}
+
+// ------------------------------------------------------------------ views
+
+/// The `/v3` Tag.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TagV3 {
+    pub id: String,
+    #[serde(rename = "_id", skip_serializing_if = "Option::is_none")]
+    pub legacy_id: Option<String>,
+    pub name: String,
+    pub color: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_color: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub author_id: Option<u64>,
+    pub workspace_id: u64,
+    #[serde(flatten)]
+    pub stamps: Stamps,
+}
+
+impl From<Tag> for TagV3 {
+    fn from(t: Tag) -> Self {
+        Self {
+            id: t.id.to_string(),
+            legacy_id: t.legacy_id,
+            name: t.name,
+            color: t.color,
+            text_color: t.text_color,
+            author_id: t.author_id,
+            workspace_id: t.workspace_id,
+            stamps: t.stamps,
+        }
+    }
+}
+
+/// The `/v1` public tag: what an integration needs, without internal fields.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TagV1 {
+    pub id: String,
+    pub name: String,
+    pub color: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_color: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl From<Tag> for TagV1 {
+    fn from(t: Tag) -> Self {
+        Self {
+            id: t.id.to_string(),
+            name: t.name,
+            color: t.color,
+            text_color: t.text_color,
+            created_at: crate::ids::format_ts(&t.stamps.created_at),
+            updated_at: crate::ids::format_ts(&t.stamps.last_update_at),
+        }
+    }
+}
+
+// ------------------------------------------------------------------ operations
+
+fn name_taken(name: &str) -> ApiError {
+    ApiError::conflict(format!(
+        "a tag named \"{name}\" already exists in this workspace"
+    ))
+}
+
+pub async fn create(store: &dyn Store, caller: &Caller, input: CreateTag) -> ApiResult<Tag> {
+    let name = input.name.trim().to_owned();
+    with_fresh_id(|id| {
+        let tag = Tag {
+            id,
+            workspace_id: caller.workspace_id,
+            name: name.clone(),
+            color: input
+                .color
+                .clone()
+                .unwrap_or_else(|| DEFAULT_COLOR.to_owned()),
+            text_color: input.text_color.clone(),
+            author_id: input.author_id,
+            legacy_id: input.legacy_id.clone(),
+            stamps: Stamps::new(),
+            version: 1,
+        };
+        async move {
+            let mut m = Mutation::new(caller);
+            m.create(&tag)?
+                .claim(
+                    keys::tag_name(caller.workspace_id, &normalize_name(&tag.name)),
+                    &tag.id.to_string(),
+                    name_taken(&tag.name),
+                )
+                .count(keys::counter(caller.workspace_id, LIST), 1);
+            m.commit(store, "tag.create", "tag", &tag.id.to_string())
+                .await?;
+            Ok(tag)
+        }
+    })
+    .await
+}
+
+/// One tag by id: one GetItem (eventually consistent, 0.5 RCU).
+pub async fn get(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<Tag> {
+    find(store, caller, id, false).await
+}
+
+async fn find(store: &dyn Store, caller: &Caller, id: u64, consistent: bool) -> ApiResult<Tag> {
+    record::get(store, &keys::tag(caller.workspace_id, id), consistent)
+        .await?
+        .ok_or_else(|| ApiError::not_found("tag"))
+}
+
+pub async fn update(
+    store: &dyn Store,
+    caller: &Caller,
+    id: u64,
+    patch: PatchTag,
+) -> ApiResult<Tag> {
+    let current = find(store, caller, id, true).await?;
+    let mut tag = current.clone();
+    if let Some(name) = patch.name {
+        tag.name = name.trim().to_owned();
+    }
+    if let Some(color) = patch.color {
+        tag.color = color;
+    }
+    if let Some(text_color) = patch.text_color {
+        tag.text_color = text_color;
+    }
+    if let Some(author_id) = patch.author_id {
+        tag.author_id = author_id;
+    }
+    if let Some(legacy_id) = patch.legacy_id {
+        tag.legacy_id = legacy_id;
+    }
+    if tag == current {
+        return Ok(current); // nothing changed: no write, no audit entry
+    }
+    tag.stamps.touch();
+    tag.version = current.version + 1;
+
+    let mut m = Mutation::new(caller);
+    m.replace(&tag, current.version)?;
+    let (old_key, new_key) = (normalize_name(&current.name), normalize_name(&tag.name));
+    if old_key != new_key {
+        m.remove(keys::tag_name(caller.workspace_id, &old_key))
+            .claim(
+                keys::tag_name(caller.workspace_id, &new_key),
+                &tag.id.to_string(),
+                name_taken(&tag.name),
+            );
+    }
+    m.commit(store, "tag.update", "tag", &id.to_string())
+        .await?;
+    Ok(tag)
+}
+
+pub async fn delete(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<Tag> {
+    let tag = find(store, caller, id, true).await?;
+    let mut m = Mutation::new(caller);
+    m.delete(tag.key(), "tag")
+        .remove(keys::tag_name(
+            caller.workspace_id,
+            &normalize_name(&tag.name),
+        ))
+        .count(keys::counter(caller.workspace_id, LIST), -1);
+    m.commit(store, "tag.delete", "tag", &id.to_string())
+        .await?;
+    Ok(tag)
+}
+
+/// A `/v3` page in creation order: one Query for the page, one GetItem for the count.
+pub async fn list(store: &dyn Store, caller: &Caller, paging: Paging) -> ApiResult<ListPage<Tag>> {
+    let query = Query::new(Index::TABLE, keys::tags(caller.workspace_id), SkRange::All);
+    counted_page(
+        store,
+        query,
+        paging,
+        keys::counter(caller.workspace_id, LIST),
+    )
+    .await
+}
+
+/// A `/v1` page in creation order after the cursor (a tag id).
+pub async fn list_after(
+    store: &dyn Store,
+    caller: &Caller,
+    paging: CursorPaging,
+) -> ApiResult<CursorPage<Tag>> {
+    let mut query = Query::new(Index::TABLE, keys::tags(caller.workspace_id), SkRange::All);
+    if let Some(cursor) = paging.numeric_cursor()? {
+        let key = keys::tag(caller.workspace_id, cursor);
+        query.start_after = Some(crate::store::Item::from_iter([
+            (crate::store::PK.to_owned(), key.pk.into()),
+            (crate::store::SK.to_owned(), key.sk.into()),
+        ]));
+    }
+    let (items, more) = cursor_page(store, query, paging.limit).await?;
+    let data: Vec<Tag> = items
+        .into_iter()
+        .map(record::from_item)
+        .collect::<ApiResult<_>>()?;
+    let next_cursor = match data.last() {
+        Some(last) if more => last.id.to_string(),
+        _ => String::new(),
+    };
+    Ok(CursorPage { data, next_cursor })
+}

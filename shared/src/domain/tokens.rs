@@ -1,0 +1,222 @@
+//! API tokens: created (the secret is shown once), listed (never the secret nor
+//! its hash), revoked (the next request with it is a 401).
+//!
+//! Each token is two items written together: the listed record in its
+//! workspace, and the secret item keyed by the SHA-256 that authentication reads.
+//! Revoking deletes both. Minting or revoking an admin token needs an admin token.
+
+use serde::{Deserialize, Serialize};
+use validator::Validate;
+
+use crate::auth::{self, Caller, Scope, TokenSecret};
+use crate::error::{ApiError, ApiResult};
+use crate::ids::{self, Timestamp};
+use crate::keys;
+use crate::page::{ListPage, Paging, counted_page};
+use crate::record::{self, Mutation, Record, Stamps};
+use crate::store::{Index, Key, Query, SkRange, Store};
+
+pub const LIST: &str = "TOKEN";
+/// How many characters of the secret are kept to tell tokens apart in lists.
+const SHOWN_PREFIX: usize = 8;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ApiToken {
+    pub id: String,
+    pub workspace_id: u64,
+    pub name: String,
+    pub scopes: Vec<Scope>,
+    /// The first characters of the secret (`crm_AbCd`), to recognise it.
+    pub prefix: String,
+    /// The token that created this one.
+    pub created_by: String,
+    #[serde(
+        default,
+        with = "ids::ts_format::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub expires_at: Option<Timestamp>,
+    /// Stored to delete the secret item on revocation; never shown.
+    #[serde(skip_serializing_if = "String::is_empty", default)]
+    sha256: String,
+    #[serde(flatten)]
+    pub stamps: Stamps,
+}
+
+impl Record for ApiToken {
+    const TYPE: &'static str = "ApiToken";
+    fn key(&self) -> Key {
+        keys::token(self.workspace_id, &self.id)
+    }
+}
+
+/// A token as the API shows it: everything but the hash. `token` (the secret)
+/// is present only in the response that created it.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenView {
+    pub id: String,
+    pub name: String,
+    pub scopes: Vec<Scope>,
+    pub prefix: String,
+    pub workspace_id: u64,
+    pub created_by: String,
+    #[serde(
+        default,
+        with = "ids::ts_format::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub expires_at: Option<Timestamp>,
+    #[serde(flatten)]
+    pub stamps: Stamps,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+}
+
+impl From<ApiToken> for TokenView {
+    fn from(t: ApiToken) -> Self {
+        Self {
+            id: t.id,
+            name: t.name,
+            scopes: t.scopes,
+            prefix: t.prefix,
+            workspace_id: t.workspace_id,
+            created_by: t.created_by,
+            expires_at: t.expires_at,
+            stamps: t.stamps,
+            token: None,
+        }
+    }
+}
+
+/// `POST /v3/api-tokens`.
+#[derive(Debug, Deserialize, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateToken {
+    #[validate(
+        length(min = 1, max = 128),
+        custom(function = "crate::validate::not_blank")
+    )]
+    pub name: String,
+    #[serde(default)]
+    pub scopes: Vec<Scope>,
+    /// When the token stops working (RFC 3339, in the future). Absent: never.
+    #[serde(default, with = "ids::ts_format::option")]
+    pub expires_at: Option<Timestamp>,
+}
+
+/// A new token and its secret, ready to be written by a mutation.
+pub struct Issued {
+    pub token: ApiToken,
+    pub secret: String,
+}
+
+impl Issued {
+    pub fn view(self) -> TokenView {
+        TokenView {
+            token: Some(self.secret.clone()),
+            ..TokenView::from(self.token)
+        }
+    }
+}
+
+/// Adds a new token of `workspace_id` to a mutation (used by token creation,
+/// workspace creation and bootstrap). `secret` is generated unless given.
+pub fn issue(
+    m: &mut Mutation<'_>,
+    created_by: &str,
+    workspace_id: u64,
+    name: &str,
+    scopes: Vec<Scope>,
+    expires_at: Option<Timestamp>,
+    secret: Option<String>,
+) -> ApiResult<Issued> {
+    let secret = secret.unwrap_or_else(auth::generate_token);
+    let sha256 = auth::hash_token(&secret);
+    let token = ApiToken {
+        id: ids::new_ulid(),
+        workspace_id,
+        name: name.trim().to_owned(),
+        scopes: scopes.clone(),
+        prefix: secret.chars().take(SHOWN_PREFIX).collect(),
+        created_by: created_by.to_owned(),
+        expires_at,
+        sha256: sha256.clone(),
+        stamps: Stamps::new(),
+    };
+    let secret_item = TokenSecret {
+        sha256,
+        workspace_id,
+        token_id: token.id.clone(),
+        scopes,
+        expires_at,
+    };
+    m.create(&token)?
+        .put_item(record::to_item(&secret_item)?)
+        .count(keys::counter(workspace_id, LIST), 1);
+    Ok(Issued { token, secret })
+}
+
+pub async fn create(store: &dyn Store, caller: &Caller, input: CreateToken) -> ApiResult<Issued> {
+    let mut scopes = input.scopes;
+    scopes.dedup();
+    if scopes.contains(&Scope::Admin) && !caller.is_admin() {
+        return Err(ApiError::forbidden(
+            "only an admin token can create an admin token",
+        ));
+    }
+    if input.expires_at.is_some_and(|at| at <= ids::now()) {
+        return Err(ApiError::field("expiresAt", "must be in the future"));
+    }
+    let mut m = Mutation::new(caller);
+    let issued = issue(
+        &mut m,
+        &caller.token_id,
+        caller.workspace_id,
+        &input.name,
+        scopes,
+        input.expires_at,
+        None,
+    )?;
+    m.commit(store, "apiToken.create", "apiToken", &issued.token.id)
+        .await?;
+    Ok(issued)
+}
+
+pub async fn list(
+    store: &dyn Store,
+    caller: &Caller,
+    paging: Paging,
+) -> ApiResult<ListPage<TokenView>> {
+    let query = Query::new(
+        Index::TABLE,
+        keys::tokens(caller.workspace_id),
+        SkRange::All,
+    );
+    let page = counted_page::<ApiToken>(
+        store,
+        query,
+        paging,
+        keys::counter(caller.workspace_id, LIST),
+    )
+    .await?;
+    Ok(page.map(TokenView::from))
+}
+
+pub async fn revoke(store: &dyn Store, caller: &Caller, id: &str) -> ApiResult<TokenView> {
+    let token: ApiToken = record::get(store, &keys::token(caller.workspace_id, id), true)
+        .await?
+        .ok_or_else(|| ApiError::not_found("API token"))?;
+    if token.scopes.contains(&Scope::Admin) && !caller.is_admin() {
+        return Err(ApiError::forbidden(
+            "only an admin token can revoke an admin token",
+        ));
+    }
+    let mut m = Mutation::new(caller);
+    m.delete(token.key(), "API token")
+        .remove(keys::token_secret(&token.sha256))
+        .count(keys::counter(caller.workspace_id, LIST), -1);
+    m.commit(store, "apiToken.revoke", "apiToken", id).await?;
+    Ok(token.into())
+}

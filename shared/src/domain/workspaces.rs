@@ -1,0 +1,205 @@
+//! Workspaces: the tenants. `GET /v3/workspaces/info` shows the caller's own;
+//! `POST /v3/workspaces` (admin, an extension of the spec) creates one together
+//! with its first token, in one transaction.
+
+use serde::{Deserialize, Serialize};
+use validator::Validate;
+
+use crate::auth::{Caller, Scope, TOKEN_PREFIX, hash_token};
+use crate::domain::tokens::{self, TokenView};
+use crate::error::{ApiError, ApiResult};
+use crate::keys;
+use crate::record::{self, Mutation, Record, Stamps, with_fresh_id};
+use crate::store::{Key, Store};
+
+/// The workspace `crm serve` and `crm bootstrap` create on an empty store.
+pub const FIRST_WORKSPACE: u64 = 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Environment {
+    #[default]
+    Production,
+    Testing,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Workspace {
+    pub id: u64,
+    pub name: String,
+    #[serde(default)]
+    pub environment: Environment,
+    #[serde(flatten)]
+    pub stamps: Stamps,
+    pub version: u64,
+}
+
+impl Record for Workspace {
+    const TYPE: &'static str = "Workspace";
+    fn key(&self) -> Key {
+        keys::workspace(self.id)
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkspaceView {
+    pub id: String,
+    pub workspace_id: u64,
+    pub name: String,
+    pub environment: Environment,
+    #[serde(flatten)]
+    pub stamps: Stamps,
+}
+
+impl From<Workspace> for WorkspaceView {
+    fn from(w: Workspace) -> Self {
+        Self {
+            id: w.id.to_string(),
+            workspace_id: w.id,
+            name: w.name,
+            environment: w.environment,
+            stamps: w.stamps,
+        }
+    }
+}
+
+/// `POST /v3/workspaces`.
+#[derive(Debug, Deserialize, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateWorkspace {
+    #[validate(
+        length(min = 1, max = 128),
+        custom(function = "crate::validate::not_blank")
+    )]
+    pub name: String,
+    /// The name of the first token (default "default").
+    #[validate(length(min = 1, max = 128))]
+    pub token_name: Option<String>,
+}
+
+/// The answer of `POST /v3/workspaces`: the workspace, and its first token whose
+/// `token` member holds the secret (shown this once).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreatedWorkspace {
+    pub workspace: WorkspaceView,
+    pub token: TokenView,
+}
+
+pub async fn info(store: &dyn Store, caller: &Caller) -> ApiResult<Workspace> {
+    record::get(store, &keys::workspace(caller.workspace_id), false)
+        .await?
+        .ok_or_else(|| ApiError::not_found("workspace"))
+}
+
+pub async fn create(
+    store: &dyn Store,
+    caller: &Caller,
+    input: CreateWorkspace,
+) -> ApiResult<CreatedWorkspace> {
+    caller.require_admin()?;
+    let token_name = input.token_name.as_deref().unwrap_or("default").to_owned();
+    with_fresh_id(|id| {
+        let workspace = Workspace {
+            id,
+            name: input.name.trim().to_owned(),
+            environment: Environment::Production,
+            stamps: Stamps::new(),
+            version: 1,
+        };
+        let token_name = token_name.clone();
+        async move {
+            let mut m = Mutation::new(caller);
+            m.create(&workspace)?;
+            let issued = tokens::issue(
+                &mut m,
+                &caller.token_id,
+                id,
+                &token_name,
+                Vec::new(),
+                None,
+                None,
+            )?;
+            m.commit(store, "workspace.create", "workspace", &id.to_string())
+                .await?;
+            Ok(CreatedWorkspace {
+                workspace: workspace.into(),
+                token: issued.view(),
+            })
+        }
+    })
+    .await
+}
+
+/// What bootstrapping did.
+pub struct Bootstrap {
+    pub created_workspace: bool,
+    /// The secret of a newly issued admin token (`None` when the given one existed).
+    pub new_token: Option<String>,
+}
+
+/// Makes sure workspace 1 and an admin token exist. With `token`, that exact
+/// secret becomes an admin token of workspace 1 unless it already is one; without
+/// it, a random admin token is issued only when the workspace is new.
+pub async fn bootstrap(
+    store: &dyn Store,
+    name: &str,
+    token: Option<String>,
+) -> ApiResult<Bootstrap> {
+    if let Some(t) = &token
+        && (!t.starts_with(TOKEN_PREFIX) || t.len() < TOKEN_PREFIX.len() + 16)
+    {
+        return Err(ApiError::bad_request(format!(
+            "a bootstrap token must start with `{TOKEN_PREFIX}` and have at least 16 more characters"
+        )));
+    }
+    let caller = Caller::system(FIRST_WORKSPACE, "bootstrap");
+    let exists = record::get::<Workspace>(store, &keys::workspace(FIRST_WORKSPACE), true)
+        .await?
+        .is_some();
+    let token_known = match &token {
+        Some(t) => store
+            .get(&keys::token_secret(&hash_token(t)), true)
+            .await?
+            .is_some(),
+        None => exists,
+    };
+    if exists && token_known {
+        return Ok(Bootstrap {
+            created_workspace: false,
+            new_token: None,
+        });
+    }
+    let mut m = Mutation::new(&caller);
+    if !exists {
+        m.create(&Workspace {
+            id: FIRST_WORKSPACE,
+            name: name.to_owned(),
+            environment: Environment::Production,
+            stamps: Stamps::new(),
+            version: 1,
+        })?;
+    }
+    let issued = tokens::issue(
+        &mut m,
+        "bootstrap",
+        FIRST_WORKSPACE,
+        "bootstrap admin",
+        vec![Scope::Admin],
+        None,
+        token,
+    )?;
+    m.commit(
+        store,
+        "workspace.bootstrap",
+        "workspace",
+        &FIRST_WORKSPACE.to_string(),
+    )
+    .await?;
+    Ok(Bootstrap {
+        created_workspace: !exists,
+        new_token: Some(issued.secret),
+    })
+}

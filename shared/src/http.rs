@@ -1,0 +1,454 @@
+//! The HTTP plumbing every function uses: the state, the route groups, the
+//! extractors that turn every bad input into a 400 naming the field, and the
+//! request context (request id, one log line per request).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{
+    DefaultBodyLimit, FromRequest, FromRequestParts, MatchedPath, RawPathParams, Request,
+};
+use axum::handler::Handler;
+use axum::http::{HeaderValue, Method, StatusCode, header, request::Parts};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodFilter, MethodRouter};
+use serde::de::DeserializeOwned;
+use validator::{Validate, ValidationErrors, ValidationErrorsKind};
+
+use crate::error::{ApiError, FieldProblem};
+use crate::ids;
+use crate::store::SharedStore;
+
+/// Bodies larger than this are refused with 413 (the largest legitimate body, a
+/// 500-contact import, is well under it).
+pub const BODY_LIMIT: usize = 512 * 1024;
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: SharedStore,
+}
+
+impl AppState {
+    pub fn new(store: SharedStore) -> Self {
+        Self { store }
+    }
+}
+
+// ---------------------------------------------------------------- request context
+
+/// The id of the request being served: API Gateway's request id on AWS, the
+/// caller's `x-request-id` when given, a new ULID otherwise.
+#[derive(Debug, Clone)]
+pub struct RequestId(pub String);
+
+tokio::task_local! {
+    static REQUEST_ID: String;
+}
+
+/// The current request's id (for error bodies and logs), or "-" outside a request.
+pub fn current_request_id() -> String {
+    REQUEST_ID
+        .try_with(Clone::clone)
+        .unwrap_or_else(|_| "-".to_owned())
+}
+
+fn request_id_of(req: &Request) -> String {
+    use lambda_http::request::RequestContext;
+    if let Some(RequestContext::ApiGatewayV2(ctx)) = req.extensions().get::<RequestContext>()
+        && let Some(id) = &ctx.request_id
+    {
+        return id.clone();
+    }
+    req.headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty() && v.len() <= 128)
+        .map(str::to_owned)
+        .unwrap_or_else(ids::new_ulid)
+}
+
+/// Gives the request its id and writes one log line for it. Never logs headers
+/// (tokens) or bodies.
+async fn request_context(mut req: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let request_id = request_id_of(&req);
+    let method = req.method().clone();
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_owned())
+        .unwrap_or_else(|| "unmatched".to_owned());
+    req.extensions_mut().insert(RequestId(request_id.clone()));
+    let mut response = REQUEST_ID.scope(request_id.clone(), next.run(req)).await;
+    let status = response.status().as_u16();
+    let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+    tracing::info!(request_id = %request_id, method = %method, route = %route, status, latency_ms, "request");
+    if let Ok(value) = HeaderValue::from_str(&request_id) {
+        response.headers_mut().insert("x-request-id", value);
+    }
+    response
+}
+
+// ---------------------------------------------------------------- route groups
+
+/// The routes of one resource group: one Lambda function on AWS, one part of the
+/// local app. It remembers its routes so tests can hold them against the template.
+pub struct Group {
+    pub name: &'static str,
+    routes: Vec<(Method, &'static str)>,
+    paths: BTreeMap<&'static str, MethodRouter<AppState>>,
+}
+
+impl Group {
+    pub fn new(name: &'static str) -> Self {
+        Self {
+            name,
+            routes: Vec::new(),
+            paths: BTreeMap::new(),
+        }
+    }
+
+    pub fn route<H, T>(mut self, method: Method, path: &'static str, handler: H) -> Self
+    where
+        H: Handler<T, AppState>,
+        T: 'static,
+    {
+        let filter = MethodFilter::try_from(method.clone()).expect("a standard HTTP method");
+        let router = self.paths.remove(path).unwrap_or_default();
+        self.paths.insert(path, router.on(filter, handler));
+        self.routes.push((method, path));
+        self
+    }
+
+    pub fn get<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, h: H) -> Self {
+        self.route(Method::GET, path, h)
+    }
+    pub fn post<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, h: H) -> Self {
+        self.route(Method::POST, path, h)
+    }
+    pub fn patch<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, h: H) -> Self {
+        self.route(Method::PATCH, path, h)
+    }
+    pub fn delete<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, h: H) -> Self {
+        self.route(Method::DELETE, path, h)
+    }
+
+    pub fn routes(&self) -> &[(Method, &'static str)] {
+        &self.routes
+    }
+
+    fn into_router(self) -> Router<AppState> {
+        self.paths
+            .into_iter()
+            .fold(Router::new(), |router, (path, methods)| {
+                router.route(path, methods)
+            })
+    }
+}
+
+/// The application of some groups: one group in a Lambda, all of them in `crm serve`.
+pub fn app(state: AppState, groups: Vec<Group>) -> Router {
+    groups
+        .into_iter()
+        .fold(Router::new(), |router, group| {
+            router.merge(group.into_router())
+        })
+        .fallback(no_route)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(middleware::from_fn(request_context))
+        .with_state(state)
+}
+
+async fn no_route(method: Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        format!("no route for {method} {}", uri.path()),
+    )
+}
+
+async fn method_not_allowed(method: Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("{method} is not allowed on {}", uri.path()),
+    )
+}
+
+// ---------------------------------------------------------------- extractors
+
+/// A JSON body, parsed strictly (unknown fields are refused) and validated.
+pub struct Body<T>(pub T);
+
+impl<T, S> FromRequest<S> for Body<T>
+where
+    T: DeserializeOwned + Validate,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        if let Some(content_type) = req.headers().get(header::CONTENT_TYPE) {
+            let json = content_type
+                .to_str()
+                .ok()
+                .and_then(|v| v.split(';').next())
+                .map(|v| v.trim().to_ascii_lowercase())
+                .is_some_and(|v| v == "application/json" || v.ends_with("+json"));
+            if !json {
+                return Err(ApiError::new(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    "the body must be JSON (Content-Type: application/json)",
+                ));
+            }
+        }
+        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("the body is larger than {} KB", BODY_LIMIT / 1024),
+                )
+            } else {
+                ApiError::bad_request(format!("could not read the body: {rejection}"))
+            }
+        })?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Err(ApiError::bad_request("a JSON body is required"));
+        }
+        let value = parse_json::<T>(&bytes)?;
+        value.validate().map_err(validation_error)?;
+        Ok(Body(value))
+    }
+}
+
+/// Parses JSON, naming the field of the first problem.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if inner.is_syntax() || inner.is_eof() {
+            ApiError::bad_request(format!("malformed JSON: {inner}"))
+        } else {
+            serde_problem(&path, &strip_position(&inner.to_string()))
+        }
+    })?;
+    de.end()
+        .map_err(|e| ApiError::bad_request(format!("malformed JSON: {e}")))?;
+    Ok(value)
+}
+
+fn strip_position(message: &str) -> String {
+    match message.find(" at line ") {
+        Some(i) => message[..i].to_owned(),
+        None => message.to_owned(),
+    }
+}
+
+/// Turns a serde message into a field problem. Unknown and missing fields name
+/// themselves in the message; other problems are at `path`.
+fn serde_problem(path: &str, message: &str) -> ApiError {
+    let named = |prefix: &str| {
+        message
+            .strip_prefix(prefix)
+            .and_then(|rest| rest.split('`').next())
+            .map(str::to_owned)
+    };
+    let join = |parent: &str, field: &str| {
+        if parent == "." || parent.is_empty() {
+            field.to_owned()
+        } else {
+            format!("{parent}.{field}")
+        }
+    };
+    if let Some(field) = named("unknown field `") {
+        // The path of an unknown field already ends with it.
+        let field = if path.ends_with(&field) {
+            path.to_owned()
+        } else {
+            join(path, &field)
+        };
+        return ApiError::field(field, "is not a known field");
+    }
+    if let Some(field) = named("missing field `") {
+        return ApiError::field(join(path, &field), "is required");
+    }
+    let field = if path == "." {
+        String::new()
+    } else {
+        path.to_owned()
+    };
+    ApiError::field(field, message)
+}
+
+/// Turns validator's errors into field problems, in field order.
+pub fn validation_error(errors: ValidationErrors) -> ApiError {
+    let mut details = Vec::new();
+    collect_problems("", &errors, &mut details);
+    details.sort_by(|a, b| a.field.cmp(&b.field));
+    ApiError::fields(details)
+}
+
+fn collect_problems(prefix: &str, errors: &ValidationErrors, out: &mut Vec<FieldProblem>) {
+    for (field, kind) in errors.errors() {
+        let field = json_name(field);
+        let name = if prefix.is_empty() {
+            field
+        } else {
+            format!("{prefix}.{field}")
+        };
+        match kind {
+            ValidationErrorsKind::Field(list) => {
+                for e in list {
+                    out.push(FieldProblem {
+                        field: name.clone(),
+                        problem: describe(e),
+                    });
+                }
+            }
+            ValidationErrorsKind::Struct(inner) => collect_problems(&name, inner, out),
+            ValidationErrorsKind::List(items) => {
+                for (i, inner) in items {
+                    collect_problems(&format!("{name}[{i}]"), inner, out);
+                }
+            }
+        }
+    }
+}
+
+/// The JSON name of a Rust field: bodies are camelCase, and `legacy_id` is `_id`.
+fn json_name(field: &str) -> String {
+    if field == "legacy_id" {
+        return "_id".to_owned();
+    }
+    let mut out = String::with_capacity(field.len());
+    let mut upper = false;
+    for c in field.chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn describe(e: &validator::ValidationError) -> String {
+    if let Some(message) = &e.message {
+        return message.to_string();
+    }
+    let param = |n: &str| e.params.get(n).map(|v| v.to_string());
+    match e.code.as_ref() {
+        "length" => match (param("min"), param("max")) {
+            (Some(min), Some(max)) => format!("must be between {min} and {max} characters"),
+            (Some(min), None) if min == "1" => "must not be empty".to_owned(),
+            (Some(min), None) => format!("must be at least {min} characters"),
+            (None, Some(max)) => format!("must be at most {max} characters"),
+            _ => "has the wrong length".to_owned(),
+        },
+        "range" => match (param("min"), param("max")) {
+            (Some(min), Some(max)) => format!("must be between {min} and {max}"),
+            (Some(min), None) => format!("must be at least {min}"),
+            (None, Some(max)) => format!("must be at most {max}"),
+            _ => "is out of range".to_owned(),
+        },
+        "email" => "must be an e-mail address".to_owned(),
+        code => code.replace('_', " "),
+    }
+}
+
+/// Query parameters, parsed strictly (unknown parameters are refused) and validated.
+pub struct Params<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for Params<T>
+where
+    T: DeserializeOwned + Validate,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
+        let query = parts.uri.query().unwrap_or("");
+        let de = serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
+        let value: T = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let message = e.into_inner().to_string();
+            let message =
+                if message.contains("invalid digit") || message.contains("number too large") {
+                    "must be a whole number".to_owned()
+                } else if message.contains("provided string was not `true` or `false`") {
+                    "must be true or false".to_owned()
+                } else {
+                    message
+                };
+            serde_problem(&path, &message)
+        })?;
+        value.validate().map_err(validation_error)?;
+        Ok(Params(value))
+    }
+}
+
+/// One named parameter of the matched route's path.
+pub async fn path_param<S: Send + Sync>(
+    parts: &mut Parts,
+    state: &S,
+    name: &str,
+) -> Result<String, ApiError> {
+    let params = RawPathParams::from_request_parts(parts, state)
+        .await
+        .map_err(|e| ApiError::bad_request(format!("bad path: {e}")))?;
+    params
+        .iter()
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.to_owned())
+        .ok_or_else(|| ApiError::internal(format!("route without {{{name}}}")))
+}
+
+/// The numeric `{id}` of a path. A malformed id is 400; a well-formed unknown one is 404.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathId(pub u64);
+
+impl<S: Send + Sync> FromRequestParts<S> for PathId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let raw = path_param(parts, state, "id").await?;
+        raw.parse::<u64>()
+            .ok()
+            .filter(|&id| id > 0)
+            .map(PathId)
+            .ok_or_else(|| ApiError::field("id", "must be a positive whole number"))
+    }
+}
+
+/// The string `{id}` of a path (API tokens, audit entries, sessions, snapshots).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathKey(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for PathKey {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        path_param(parts, state, "id").await.map(PathKey)
+    }
+}
+
+/// 201 Created with a JSON body.
+pub fn created<T: serde::Serialize>(body: T) -> Response {
+    (StatusCode::CREATED, axum::Json(body)).into_response()
+}
+
+/// Shorthand for handlers: a JSON body or an [`ApiError`].
+pub type Reply<T> = Result<axum::Json<T>, ApiError>;
+
+/// A store shared by every handler of a process.
+pub fn shared(store: impl crate::store::Store) -> SharedStore {
+    Arc::new(store)
+}

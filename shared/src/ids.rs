@@ -1,0 +1,150 @@
+//! Identifiers and timestamps.
+//!
+//! Numeric ids are time-ordered 53-bit integers, safe for JavaScript clients
+//! (`Number.MAX_SAFE_INTEGER` is 2^53 - 1) and made without a counter round trip:
+//! 41 bits of milliseconds since 2024-01-01 (good until 2093) and 12 bits that
+//! start at a random value per process and count up. Two processes can still meet
+//! in the same millisecond with the same low bits (1 in 4096), so every create is
+//! a conditional put (`attribute_not_exists`) and retries with a fresh id.
+//!
+//! String ids (API tokens, audit entries, sessions, snapshots) are ULIDs: also
+//! time-ordered, so "newest first" is a reverse key-range read.
+
+use std::sync::Mutex;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+
+/// 2024-01-01T00:00:00Z in Unix milliseconds.
+const EPOCH_MS: i64 = 1_704_067_200_000;
+const SEQ_BITS: u32 = 12;
+const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
+/// The largest id a JavaScript client can hold exactly.
+pub const MAX_SAFE_ID: u64 = (1 << 53) - 1;
+/// Width of a numeric id written into a sort key, so that key order is id order.
+pub const ID_WIDTH: usize = 16;
+
+struct Generator {
+    last_ms: u64,
+    seq: u64,
+}
+
+static GENERATOR: Mutex<Generator> = Mutex::new(Generator { last_ms: 0, seq: 0 });
+
+/// A new numeric id, greater than every id this process made before.
+pub fn new_id() -> u64 {
+    let now = (Utc::now().timestamp_millis() - EPOCH_MS).max(0) as u64;
+    let mut g = GENERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    if now > g.last_ms {
+        g.last_ms = now;
+        g.seq = rand::random::<u64>() & SEQ_MASK & !0xFF; // leave room to count up
+    } else {
+        g.seq += 1;
+        if g.seq > SEQ_MASK {
+            // 4096 ids in one millisecond: borrow the next millisecond.
+            g.last_ms += 1;
+            g.seq = 0;
+        }
+    }
+    ((g.last_ms << SEQ_BITS) | g.seq) & MAX_SAFE_ID
+}
+
+/// A new string id (ULID, 26 characters, time-ordered).
+pub fn new_ulid() -> String {
+    ulid::Ulid::new().to_string()
+}
+
+/// A numeric id as it stands in a sort key: zero-padded so that text order is number order.
+pub fn padded(id: u64) -> String {
+    format!("{id:0width$}", width = ID_WIDTH)
+}
+
+/// Timestamps are RFC 3339 UTC with milliseconds: `2026-11-22T01:48:19.123Z`.
+pub type Timestamp = DateTime<Utc>;
+
+pub fn now() -> Timestamp {
+    // Truncate to what is stored and shown, so a value read back equals the one written.
+    let now = Utc::now();
+    DateTime::from_timestamp_millis(now.timestamp_millis()).unwrap_or(now)
+}
+
+pub fn format_ts(ts: &Timestamp) -> String {
+    ts.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// Parses an RFC 3339 date-time, or a plain date (`2026-11-22`, taken as midnight UTC).
+pub fn parse_ts(text: &str) -> Option<Timestamp> {
+    if let Ok(ts) = DateTime::parse_from_rfc3339(text) {
+        return Some(ts.with_timezone(&Utc));
+    }
+    chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
+        .ok()
+        .and_then(|d| d.and_hms_opt(0, 0, 0))
+        .map(|dt| dt.and_utc())
+}
+
+/// Serde helpers: timestamps always leave as RFC 3339 with milliseconds.
+pub mod ts_format {
+    use super::*;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(ts: &Timestamp, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format_ts(ts))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Timestamp, D::Error> {
+        let text = String::deserialize(d)?;
+        parse_ts(&text).ok_or_else(|| serde::de::Error::custom("must be an RFC 3339 date-time"))
+    }
+
+    pub mod option {
+        use super::*;
+
+        pub fn serialize<S: Serializer>(ts: &Option<Timestamp>, s: S) -> Result<S::Ok, S::Error> {
+            match ts {
+                Some(ts) => s.serialize_str(&format_ts(ts)),
+                None => s.serialize_none(),
+            }
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Timestamp>, D::Error> {
+            match Option::<String>::deserialize(d)? {
+                Some(text) => parse_ts(&text)
+                    .map(Some)
+                    .ok_or_else(|| serde::de::Error::custom("must be an RFC 3339 date-time")),
+                None => Ok(None),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_increasing_and_safe_for_javascript() {
+        let ids: Vec<u64> = (0..10_000).map(|_| new_id()).collect();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
+        assert!(ids.iter().all(|&id| id <= MAX_SAFE_ID && id > 0));
+        assert!(padded(ids[0]).len() == ID_WIDTH);
+    }
+
+    #[test]
+    fn padded_ids_sort_like_numbers() {
+        assert!(padded(99) < padded(100));
+        assert!(padded(MAX_SAFE_ID).len() == ID_WIDTH);
+    }
+
+    #[test]
+    fn timestamps_have_milliseconds_and_z() {
+        let ts = parse_ts("2026-11-22T01:48:19.123456+00:00").unwrap();
+        assert_eq!(format_ts(&ts), "2026-11-22T01:48:19.123Z");
+        assert_eq!(
+            format_ts(&parse_ts("2026-11-22").unwrap()),
+            "2026-11-22T00:00:00.000Z"
+        );
+        assert!(parse_ts("yesterday").is_none());
+        let now = now();
+        assert_eq!(now.timestamp_subsec_nanos() % 1_000_000, 0);
+    }
+}

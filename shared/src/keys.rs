@@ -1,0 +1,129 @@
+//! Every key format of the table, and nothing else. A reader finds here how each
+//! entity is stored and how each access pattern reads it.
+//!
+//! Tenant items have a partition key that starts with `W#<workspaceId>`, so no
+//! query built from a caller's workspace can reach another workspace's items.
+//! Numeric ids are zero-padded in sort keys so that key order is id order, which
+//! is creation order (ids are time-ordered).
+//!
+//! | Entity            | Access pattern                         | Index | pk                    | sk                      |
+//! |-------------------|----------------------------------------|-------|-----------------------|-------------------------|
+//! | Workspace         | by id                                  | table | `W#<ws>`              | `WORKSPACE`             |
+//! | Counter           | `totalCount` of a list                 | table | `W#<ws>`              | `COUNT#<list>`          |
+//! | Tag               | by id; list in creation order          | table | `W#<ws>#TAG`          | `<id:16>`               |
+//! | Tag name          | uniqueness per workspace (sentinel)    | table | `W#<ws>#UNIQUE`       | `TAGNAME#<normalized>`  |
+//! | API token         | by id; list in creation order          | table | `W#<ws>#TOKEN`        | `<ulid>`                |
+//! | Token secret      | authenticate a bearer token            | table | `SECRET#<sha256 hex>` | `SECRET`                |
+//! | Audit entry       | by id; list newest first               | table | `W#<ws>#AUDIT`        | `<ulid>`                |
+//! | Audit entry       | every workspace, newest first (admin)  | gsi1  | `AUDIT`               | `<ulid>`                |
+//! | Audit counter     | `totalCount` of the admin list         | table | `AUDIT`               | `COUNT#<shard 0..7>`    |
+//!
+//! The token secret and the admin audit list are the only keys that do not start
+//! with a workspace: a bearer token arrives before its workspace is known, and the
+//! operator's audit view spans workspaces by design.
+
+use crate::ids::padded;
+use crate::store::{Index, Key};
+
+/// The one secondary index: overloaded keys, projection ALL.
+pub const GSI1: Index = Index {
+    name: Some("gsi1"),
+    pk: "gsi1pk",
+    sk: "gsi1sk",
+};
+
+/// Every secondary index of the table (the embedded store maintains the same ones).
+pub const GSIS: &[Index] = &[GSI1];
+
+/// Number of shards of the admin audit counter: spreads a write hot spot that
+/// every mutation of every workspace would otherwise share.
+pub const AUDIT_COUNTER_SHARDS: u32 = 8;
+
+fn ws(workspace_id: u64) -> String {
+    format!("W#{workspace_id}")
+}
+
+pub fn workspace(workspace_id: u64) -> Key {
+    Key::new(ws(workspace_id), "WORKSPACE")
+}
+
+/// The counter item behind a list's `totalCount`.
+pub fn counter(workspace_id: u64, list: &str) -> Key {
+    Key::new(ws(workspace_id), format!("COUNT#{list}"))
+}
+
+/// The partition that holds one kind of record of a workspace.
+pub fn collection(workspace_id: u64, kind: &str) -> String {
+    format!("{}#{kind}", ws(workspace_id))
+}
+
+pub fn tag(workspace_id: u64, tag_id: u64) -> Key {
+    Key::new(collection(workspace_id, "TAG"), padded(tag_id))
+}
+
+pub fn tags(workspace_id: u64) -> String {
+    collection(workspace_id, "TAG")
+}
+
+pub fn tag_name(workspace_id: u64, normalized_name: &str) -> Key {
+    Key::new(
+        collection(workspace_id, "UNIQUE"),
+        format!("TAGNAME#{normalized_name}"),
+    )
+}
+
+pub fn token(workspace_id: u64, token_id: &str) -> Key {
+    Key::new(collection(workspace_id, "TOKEN"), token_id)
+}
+
+pub fn tokens(workspace_id: u64) -> String {
+    collection(workspace_id, "TOKEN")
+}
+
+pub fn token_secret(sha256_hex: &str) -> Key {
+    Key::new(format!("SECRET#{sha256_hex}"), "SECRET")
+}
+
+pub fn audit_entry(workspace_id: u64, entry_id: &str) -> Key {
+    Key::new(collection(workspace_id, "AUDIT"), entry_id)
+}
+
+pub fn audit_entries(workspace_id: u64) -> String {
+    collection(workspace_id, "AUDIT")
+}
+
+/// gsi1 partition of every audit entry (the admin view).
+pub const ALL_AUDIT: &str = "AUDIT";
+
+pub fn audit_counter_shard(shard: u32) -> Key {
+    Key::new(ALL_AUDIT, format!("COUNT#{shard}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tenant_keys_start_with_the_workspace() {
+        for key in [
+            workspace(7),
+            counter(7, "TAG"),
+            tag(7, 42),
+            tag_name(7, "vip"),
+            token(7, "01J"),
+            audit_entry(7, "01J"),
+        ] {
+            assert!(key.pk == "W#7" || key.pk.starts_with("W#7#"), "{key:?}");
+        }
+        // W#7 must not be a prefix of W#70's partitions in a way a query could confuse:
+        // queries are on whole partition keys, and the separator ends the number.
+        assert_ne!(tags(7), tags(70));
+        assert!(!tags(70).starts_with(&format!("{}#", ws(7))));
+    }
+
+    #[test]
+    fn tag_keys_sort_in_id_order() {
+        assert!(tag(1, 9).sk < tag(1, 10).sk);
+        assert_eq!(tag(1, 42).sk, "0000000000000042");
+    }
+}

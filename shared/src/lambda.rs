@@ -1,0 +1,33 @@
+//! What every function's `main.rs` does once per cold start: JSON logs, one
+//! `SdkConfig`, one DynamoDB client, and the group's Router on the DynamoDB store.
+
+use std::sync::Arc;
+
+use crate::config::Config;
+use crate::http::{self, AppState, Group};
+
+/// JSON logs for CloudWatch, one line per event; `RUST_LOG` filters (default `info`).
+pub fn init_logs() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .without_time() // CloudWatch stamps every line
+        .with_current_span(false)
+        .with_target(false)
+        .try_init();
+}
+
+/// The state of a function: the DynamoDB store named by the environment.
+pub async fn state() -> AppState {
+    let config = Config::from_env();
+    AppState::new(Arc::new(config.dynamo_store().await))
+}
+
+/// The Router of one group, ready for `lambda_http::run`.
+pub async fn app(group: Group) -> axum::Router {
+    init_logs();
+    http::app(state().await, vec![group])
+}

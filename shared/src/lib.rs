@@ -1,0 +1,18 @@
+//! The shared crate of the CRM API: configuration, errors, authentication,
+//! records and their keys, the store and its two backends, pagination, and the
+//! HTTP plumbing every function uses. See `docs/design.md` for the whole picture.
+
+pub mod auth;
+pub mod config;
+pub mod domain;
+pub mod error;
+pub mod http;
+pub mod ids;
+pub mod keys;
+pub mod lambda;
+pub mod page;
+pub mod record;
+pub mod store;
+pub mod validate;
+
+pub use error::{ApiError, ApiResult};

@@ -1,0 +1,253 @@
+//! Pagination, written once for every list.
+//!
+//! `/v3` lists take `limit` (1..=500, default 20) and `offset` (>= 0, default 0) and
+//! answer `{ totalCount, data }`. A page is one Query from the offset on; the offset
+//! itself is stepped over with key-only reads of the same range. DynamoDB charges
+//! a key-only read like a full one, so the step is bounded: `offset + limit` may not
+//! pass [`MAX_WINDOW`] (the same rule as Elasticsearch's `max_result_window`);
+//! past it, narrow the list with its filters. See docs/design.md for the costs.
+//!
+//! `/v1` lists take `limit` (1..=100, default 10) and `cursor`, the id of the last
+//! record of the previous page, and answer `{ data, nextCursor }`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{ApiError, ApiResult};
+use crate::store::{Item, Query, Store};
+
+/// The deepest item an offset page may reach.
+pub const MAX_WINDOW: u64 = 10_000;
+
+/// The query of a `/v3` list that has no filters.
+#[derive(Debug, Deserialize, validator::Validate)]
+#[serde(deny_unknown_fields)]
+pub struct OffsetQuery {
+    pub limit: Option<u64>,
+    pub offset: Option<u64>,
+}
+
+impl OffsetQuery {
+    pub fn paging(&self) -> ApiResult<Paging> {
+        Paging::parse(self.limit, self.offset)
+    }
+}
+
+/// The query of a `/v1` list that has no filters.
+#[derive(Debug, Deserialize, validator::Validate)]
+#[serde(deny_unknown_fields)]
+pub struct CursorQuery {
+    pub limit: Option<u64>,
+    pub cursor: Option<String>,
+}
+
+impl CursorQuery {
+    pub fn paging(self) -> ApiResult<CursorPaging> {
+        CursorPaging::parse(self.limit, self.cursor)
+    }
+}
+
+/// `limit` and `offset` of a `/v3` list, checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Paging {
+    pub limit: u64,
+    pub offset: u64,
+}
+
+impl Paging {
+    pub const DEFAULT_LIMIT: u64 = 20;
+    pub const MAX_LIMIT: u64 = 500;
+
+    pub fn parse(limit: Option<u64>, offset: Option<u64>) -> ApiResult<Self> {
+        let limit = limit.unwrap_or(Self::DEFAULT_LIMIT);
+        let offset = offset.unwrap_or(0);
+        if !(1..=Self::MAX_LIMIT).contains(&limit) {
+            return Err(ApiError::field(
+                "limit",
+                format!("must be between 1 and {}", Self::MAX_LIMIT),
+            ));
+        }
+        if offset + limit > MAX_WINDOW {
+            return Err(ApiError::field(
+                "offset",
+                format!(
+                    "offset + limit must be at most {MAX_WINDOW}; narrow the list with filters"
+                ),
+            ));
+        }
+        Ok(Self { limit, offset })
+    }
+}
+
+/// `limit` and `cursor` of a `/v1` list, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CursorPaging {
+    pub limit: u64,
+    pub cursor: Option<String>,
+}
+
+impl CursorPaging {
+    pub const DEFAULT_LIMIT: u64 = 10;
+    pub const MAX_LIMIT: u64 = 100;
+
+    pub fn parse(limit: Option<u64>, cursor: Option<String>) -> ApiResult<Self> {
+        let limit = limit.unwrap_or(Self::DEFAULT_LIMIT);
+        if !(1..=Self::MAX_LIMIT).contains(&limit) {
+            return Err(ApiError::field(
+                "limit",
+                format!("must be between 1 and {}", Self::MAX_LIMIT),
+            ));
+        }
+        Ok(Self {
+            limit,
+            cursor: cursor.filter(|c| !c.is_empty()),
+        })
+    }
+
+    /// The cursor as a numeric record id.
+    pub fn numeric_cursor(&self) -> ApiResult<Option<u64>> {
+        self.cursor
+            .as_deref()
+            .map(|c| {
+                c.parse::<u64>().map_err(|_| {
+                    ApiError::field(
+                        "cursor",
+                        "must be the id of the last record of the previous page",
+                    )
+                })
+            })
+            .transpose()
+    }
+}
+
+/// The `/v3` list envelope.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListPage<T> {
+    /// Absent where the spec says a list does not return it (contact search).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_count: Option<u64>,
+    pub data: Vec<T>,
+}
+
+/// The `/v1` list envelope. `nextCursor` is empty on the last page.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CursorPage<T> {
+    pub data: Vec<T>,
+    pub next_cursor: String,
+}
+
+/// Reads `paging.limit` items of a range after stepping over `paging.offset`.
+pub async fn offset_page(store: &dyn Store, query: Query, paging: Paging) -> ApiResult<Vec<Item>> {
+    let mut query = query;
+    let mut to_skip = paging.offset as usize;
+    while to_skip > 0 {
+        let step = Query {
+            keys_only: true,
+            limit: Some(to_skip),
+            ..query.clone()
+        };
+        let page = store.query(&step).await?;
+        to_skip -= page.items.len();
+        match page.last_key {
+            Some(last) => query.start_after = Some(last),
+            None => return Ok(Vec::new()), // the offset is past the end
+        }
+    }
+    read_up_to(store, query, paging.limit as usize).await
+}
+
+/// Reads up to `n` items of a range, following DynamoDB's 1 MB pages.
+/// Returns the items and whether the range holds more after them.
+pub async fn read_up_to(store: &dyn Store, mut query: Query, n: usize) -> ApiResult<Vec<Item>> {
+    let mut items = Vec::with_capacity(n.min(1000));
+    while items.len() < n {
+        query.limit = Some(n - items.len());
+        let page = store.query(&query).await?;
+        items.extend(page.items);
+        match page.last_key {
+            Some(last) => query.start_after = Some(last),
+            None => break,
+        }
+    }
+    Ok(items)
+}
+
+/// Reads one `/v1` page: `limit` items after the cursor, plus one to learn whether
+/// another page follows (so the last page never promises an empty next one).
+pub async fn cursor_page(
+    store: &dyn Store,
+    query: Query,
+    limit: u64,
+) -> ApiResult<(Vec<Item>, bool)> {
+    let limit = limit as usize;
+    let mut items = read_up_to(store, query, limit + 1).await?;
+    let more = items.len() > limit;
+    items.truncate(limit);
+    Ok((items, more))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn v3_paging_bounds() {
+        assert_eq!(
+            Paging::parse(None, None).unwrap(),
+            Paging {
+                limit: 20,
+                offset: 0
+            }
+        );
+        assert!(Paging::parse(Some(0), None).is_err());
+        assert!(Paging::parse(Some(501), None).is_err());
+        assert!(Paging::parse(Some(500), Some(9_500)).is_ok());
+        assert!(Paging::parse(Some(500), Some(9_501)).is_err());
+    }
+
+    #[test]
+    fn v1_paging_bounds() {
+        assert_eq!(CursorPaging::parse(None, None).unwrap().limit, 10);
+        assert!(CursorPaging::parse(Some(0), None).is_err());
+        assert!(CursorPaging::parse(Some(101), None).is_err());
+        let p = CursorPaging::parse(Some(5), Some("abc".into())).unwrap();
+        assert!(p.numeric_cursor().is_err());
+        assert_eq!(
+            CursorPaging::parse(None, Some(String::new()))
+                .unwrap()
+                .cursor,
+            None
+        );
+    }
+}
+
+/// A `/v3` page of records with its `totalCount` from the list's counter item:
+/// one Query (after the offset step) and one GetItem, side by side.
+pub async fn counted_page<R: crate::record::Record>(
+    store: &dyn Store,
+    query: Query,
+    paging: Paging,
+    counter: crate::store::Key,
+) -> ApiResult<ListPage<R>> {
+    let (items, total) = tokio::try_join!(
+        offset_page(store, query, paging),
+        crate::record::count(store, &counter),
+    )?;
+    Ok(ListPage {
+        total_count: Some(total),
+        data: items
+            .into_iter()
+            .map(crate::record::from_item)
+            .collect::<ApiResult<_>>()?,
+    })
+}
+
+impl<T> ListPage<T> {
+    pub fn map<U>(self, f: impl FnMut(T) -> U) -> ListPage<U> {
+        ListPage {
+            total_count: self.total_count,
+            data: self.data.into_iter().map(f).collect(),
+        }
+    }
+}
