@@ -1,1 +1,286 @@
+//! The test harness of the API suite.
+//!
+//! Every test is written once with [`api_test!`] and runs twice: on the embedded
+//! store and on DynamoDB Local, each time on a fresh store (a new table per test
+//! on DynamoDB Local). Requests go through the composed Router in-process, the
+//! same Router `crm serve` serves and each Lambda runs a part of.
+//!
+//! DynamoDB Local is reached at `CRM_TEST_DYNAMODB_ENDPOINT`, which the test
+//! command (`scripts/test.sh`) sets after starting it. Without it the DynamoDB
+//! variants say they are skipped, unless `CRM_REQUIRE_DYNAMODB=1` makes that a
+//! failure (as the test command does).
 
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use http::{Method, Request, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use shared::domain::workspaces;
+use shared::http::AppState;
+use shared::keys;
+use shared::store::dynamo::DynamoStore;
+use shared::store::memory::MemoryStore;
+use shared::store::{MetricsSnapshot, SharedStore};
+use tower::ServiceExt;
+
+pub use serde_json;
+
+/// The admin token every test app starts with (workspace 1).
+pub const ADMIN_TOKEN: &str = "crm_test_admin_token_0123456789";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Embedded,
+    DynamoDb,
+}
+
+pub struct TestApp {
+    pub router: Router,
+    pub store: SharedStore,
+    pub backend: Backend,
+    /// DynamoDB only: the table of this test.
+    pub table: Option<String>,
+}
+
+/// A response, its body parsed as JSON (or `Value::Null` when empty).
+#[derive(Debug)]
+pub struct TestResponse {
+    pub status: StatusCode,
+    pub headers: http::HeaderMap,
+    pub body: Value,
+}
+
+impl TestResponse {
+    /// Asserts the status, showing the body when it differs.
+    #[track_caller]
+    pub fn expect(self, status: u16) -> Value {
+        assert_eq!(
+            self.status.as_u16(),
+            status,
+            "expected {status}, got {} with body {}",
+            self.status,
+            self.body
+        );
+        self.body
+    }
+
+    /// Asserts an error of the one error shape, with this status.
+    #[track_caller]
+    pub fn expect_error(self, status: u16) -> Value {
+        let body = self.expect(status);
+        assert_eq!(body["statusCode"], json!(status), "error body: {body}");
+        assert!(body["error"].is_string(), "error body: {body}");
+        assert!(
+            body["message"].as_str().is_some_and(|m| !m.is_empty()),
+            "error body: {body}"
+        );
+        assert!(body["requestId"].is_string(), "error body: {body}");
+        body
+    }
+
+    /// Asserts a 400 that names `field` in its details.
+    #[track_caller]
+    pub fn expect_field_error(self, field: &str) -> Value {
+        let body = self.expect_error(400);
+        let named = body["details"]
+            .as_array()
+            .is_some_and(|d| d.iter().any(|p| p["field"] == json!(field)));
+        assert!(named, "expected a problem with field {field}, got {body}");
+        body
+    }
+}
+
+impl TestApp {
+    pub async fn embedded() -> Self {
+        let store: SharedStore = Arc::new(MemoryStore::in_memory(keys::GSIS));
+        Self::with_store(store, Backend::Embedded, None).await
+    }
+
+    /// A fresh table on DynamoDB Local, or `None` (skipped) when it is not running.
+    pub async fn dynamodb() -> Option<Self> {
+        let Some(endpoint) = std::env::var("CRM_TEST_DYNAMODB_ENDPOINT")
+            .ok()
+            .filter(|e| !e.is_empty())
+        else {
+            if std::env::var("CRM_REQUIRE_DYNAMODB").is_ok_and(|v| v == "1") {
+                panic!("CRM_REQUIRE_DYNAMODB=1 but CRM_TEST_DYNAMODB_ENDPOINT is not set");
+            }
+            eprintln!("skipped: DynamoDB Local is not running (use scripts/test.sh)");
+            return None;
+        };
+        let table = format!("crm-test-{}", shared::ids::new_ulid().to_lowercase());
+        let config = shared::config::Config {
+            table: table.clone(),
+            dynamodb_endpoint: Some(endpoint),
+        };
+        let store = config.dynamo_store().await;
+        store.create_table().await.expect("create the test table");
+        Some(Self::with_store(Arc::new(store), Backend::DynamoDb, Some(table)).await)
+    }
+
+    async fn with_store(store: SharedStore, backend: Backend, table: Option<String>) -> Self {
+        workspaces::bootstrap(
+            store.as_ref(),
+            "Test workspace",
+            Some(ADMIN_TOKEN.to_owned()),
+        )
+        .await
+        .expect("bootstrap workspace 1");
+        Self {
+            router: crm::app(AppState::new(store.clone())),
+            store,
+            backend,
+            table,
+        }
+    }
+
+    pub fn metrics(&self) -> MetricsSnapshot {
+        self.store.metrics().snapshot()
+    }
+
+    /// Sends a request with the given token (or none).
+    pub async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> TestResponse {
+        let mut builder = Request::builder().method(method).uri(path);
+        if let Some(token) = token {
+            builder = builder.header("authorization", format!("Bearer {token}"));
+        }
+        let body = match body {
+            Some(json) => {
+                builder = builder.header("content-type", "application/json");
+                Body::from(json.to_string())
+            }
+            None => Body::empty(),
+        };
+        self.raw(builder.body(body).expect("a valid request")).await
+    }
+
+    /// Sends a request as it is.
+    pub async fn raw(&self, request: Request<Body>) -> TestResponse {
+        let response = self
+            .router
+            .clone()
+            .oneshot(request)
+            .await
+            .expect("the router answers");
+        let status = response.status();
+        let headers = response.headers().clone();
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .expect("a body")
+            .to_bytes();
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+                panic!("a JSON body ({e}): {}", String::from_utf8_lossy(&bytes))
+            })
+        };
+        TestResponse {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    /// The same calls with the admin token of workspace 1.
+    pub async fn get(&self, path: &str) -> TestResponse {
+        self.send(Method::GET, path, Some(ADMIN_TOKEN), None).await
+    }
+    pub async fn post(&self, path: &str, body: Value) -> TestResponse {
+        self.send(Method::POST, path, Some(ADMIN_TOKEN), Some(body))
+            .await
+    }
+    pub async fn patch(&self, path: &str, body: Value) -> TestResponse {
+        self.send(Method::PATCH, path, Some(ADMIN_TOKEN), Some(body))
+            .await
+    }
+    pub async fn delete(&self, path: &str) -> TestResponse {
+        self.send(Method::DELETE, path, Some(ADMIN_TOKEN), None)
+            .await
+    }
+
+    /// A client of this app acting with another token.
+    pub fn as_token<'a>(&'a self, token: &'a str) -> Client<'a> {
+        Client { app: self, token }
+    }
+
+    /// A new workspace (through the API) and a client with its first token.
+    pub async fn new_workspace(&self, name: &str) -> (u64, String) {
+        let body = self
+            .post("/v3/workspaces", json!({ "name": name }))
+            .await
+            .expect(201);
+        let id = body["workspace"]["workspaceId"]
+            .as_u64()
+            .expect("a workspace id");
+        let token = body["token"]["token"]
+            .as_str()
+            .expect("a token secret")
+            .to_owned();
+        (id, token)
+    }
+}
+
+/// Requests with one token.
+pub struct Client<'a> {
+    app: &'a TestApp,
+    token: &'a str,
+}
+
+impl Client<'_> {
+    pub async fn get(&self, path: &str) -> TestResponse {
+        self.app
+            .send(Method::GET, path, Some(self.token), None)
+            .await
+    }
+    pub async fn post(&self, path: &str, body: Value) -> TestResponse {
+        self.app
+            .send(Method::POST, path, Some(self.token), Some(body))
+            .await
+    }
+    pub async fn patch(&self, path: &str, body: Value) -> TestResponse {
+        self.app
+            .send(Method::PATCH, path, Some(self.token), Some(body))
+            .await
+    }
+    pub async fn delete(&self, path: &str) -> TestResponse {
+        self.app
+            .send(Method::DELETE, path, Some(self.token), None)
+            .await
+    }
+}
+
+/// Writes one test that runs on both backends, as `<name>::embedded` and
+/// `<name>::dynamodb`.
+#[macro_export]
+macro_rules! api_test {
+    ($(#[$meta:meta])* async fn $name:ident($app:ident) $body:block) => {
+        $(#[$meta])*
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn embedded() {
+                let $app = $crate::TestApp::embedded().await;
+                $body
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn dynamodb() {
+                let Some($app) = $crate::TestApp::dynamodb().await else { return };
+                $body
+            }
+        }
+    };
+}
