@@ -48,9 +48,17 @@ pub fn new_id() -> u64 {
     ((g.last_ms << SEQ_BITS) | g.seq) & MAX_SAFE_ID
 }
 
-/// A new string id (ULID, 26 characters, time-ordered).
+static ULIDS: Mutex<ulid::Generator> = Mutex::new(ulid::Generator::new());
+
+/// A new string id (ULID, 26 characters), greater than every one this process
+/// made before, so that entries written in one millisecond still sort in order.
 pub fn new_ulid() -> String {
-    ulid::Ulid::new().to_string()
+    let mut generator = ULIDS.lock().unwrap_or_else(|e| e.into_inner());
+    match generator.generate() {
+        Ok(id) => id.to_string(),
+        // The random part overflowed within one millisecond: fall back to a fresh one.
+        Err(_) => ulid::Ulid::new().to_string(),
+    }
 }
 
 /// A numeric id as it stands in a sort key: zero-padded so that text order is number order.
@@ -127,6 +135,13 @@ mod tests {
         assert!(ids.windows(2).all(|w| w[0] < w[1]));
         assert!(ids.iter().all(|&id| id <= MAX_SAFE_ID && id > 0));
         assert!(padded(ids[0]).len() == ID_WIDTH);
+    }
+
+    #[test]
+    fn ulids_are_increasing() {
+        let ids: Vec<String> = (0..10_000).map(|_| new_ulid()).collect();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
+        assert!(ids.iter().all(|id| id.len() == 26));
     }
 
     #[test]

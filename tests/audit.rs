@@ -1,0 +1,115 @@
+//! Audit (`/v3/audit`, `/v3/audit/{id}`, `/v3/audit/admin`): every successful
+//! mutation leaves one entry (who, what, when, request id); refused ones leave none.
+
+use api_tests::api_test;
+use api_tests::serde_json::{Value, json};
+
+fn actions(page: &Value) -> Vec<String> {
+    page["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+api_test! {
+    /// Newest first, with who (token), what (action, resource, id) and the request id.
+    async fn records_every_mutation_newest_first(app) {
+        let tag = app.post("/v3/tags", json!({ "name": "VIP" })).await.expect(201);
+        let id = tag["id"].as_str().unwrap();
+        app.patch(&format!("/v3/tags/{id}"), json!({ "color": "#000" })).await.expect(200);
+        app.delete(&format!("/v3/tags/{id}")).await.expect(200);
+        let page = app.get("/v3/audit").await.expect(200);
+        assert_eq!(actions(&page), vec!["tag.delete", "tag.update", "tag.create", "workspace.bootstrap"]);
+        assert_eq!(page["totalCount"], 4);
+        let entry = &page["data"][0];
+        assert_eq!(entry["resource"], "tag");
+        assert_eq!(entry["resourceId"], json!(id));
+        assert_eq!(entry["workspaceId"], 1);
+        assert!(entry["tokenId"].as_str().is_some_and(|t| t.len() == 26), "{entry}");
+        assert!(entry["requestId"].is_string() && entry["createdAt"].is_string());
+    }
+}
+
+api_test! {
+    /// The entry's request id is the one the response carried.
+    async fn entries_carry_the_request_id(app) {
+        let response = app.post("/v3/tags", json!({ "name": "VIP" })).await;
+        let request_id = response.headers["x-request-id"].to_str().unwrap().to_owned();
+        response.expect(201);
+        let page = app.get("/v3/audit?limit=1").await.expect(200);
+        assert_eq!(page["data"][0]["requestId"], json!(request_id));
+    }
+}
+
+api_test! {
+    async fn refused_requests_leave_no_entry(app) {
+        app.post("/v3/tags", json!({ "name": "VIP" })).await.expect(201);
+        app.post("/v3/tags", json!({ "name": "VIP" })).await.expect_error(409);
+        app.post("/v3/tags", json!({ "name": "" })).await.expect_error(400);
+        app.delete("/v3/tags/42").await.expect_error(404);
+        let page = app.get("/v3/audit").await.expect(200);
+        assert_eq!(actions(&page), vec!["tag.create", "workspace.bootstrap"]);
+    }
+}
+
+api_test! {
+    async fn reads_one_entry_by_id(app) {
+        app.post("/v3/tags", json!({ "name": "VIP" })).await.expect(201);
+        let listed = app.get("/v3/audit?limit=1").await.expect(200)["data"][0].clone();
+        let id = listed["id"].as_str().unwrap();
+        assert_eq!(app.get(&format!("/v3/audit/{id}")).await.expect(200), listed);
+        app.get("/v3/audit/01ARZ3NDEKTSV4RRFFQ69G5FAV").await.expect_error(404);
+        app.get("/v3/audit/not-an-id").await.expect_error(404);
+    }
+}
+
+api_test! {
+    async fn pages_the_audit(app) {
+        for i in 0..5 {
+            app.post("/v3/tags", json!({ "name": format!("t{i}") })).await.expect(201);
+        }
+        let first = app.get("/v3/audit?limit=2").await.expect(200);
+        let second = app.get("/v3/audit?limit=2&offset=2").await.expect(200);
+        assert_eq!(first["totalCount"], 6);
+        let ids: Vec<_> = [&first, &second].iter().flat_map(|p| p["data"].as_array().unwrap().clone()).map(|e| e["id"].clone()).collect();
+        let mut unique = ids.clone();
+        unique.dedup();
+        assert_eq!(unique.len(), 4, "disjoint pages");
+        app.get("/v3/audit?limit=0").await.expect_field_error("limit");
+    }
+}
+
+api_test! {
+    /// A workspace sees its own entries only, also by id.
+    async fn another_workspaces_entries_are_invisible(app) {
+        let (_, token) = app.new_workspace("Other").await;
+        let other = app.as_token(&token);
+        other.post("/v3/tags", json!({ "name": "theirs" })).await.expect(201);
+        let theirs = other.get("/v3/audit").await.expect(200);
+        assert_eq!(actions(&theirs), vec!["tag.create"]);
+        let their_id = theirs["data"][0]["id"].as_str().unwrap();
+        app.get(&format!("/v3/audit/{their_id}")).await.expect_error(404);
+        let mine = app.get("/v3/audit").await.expect(200);
+        assert!(mine["data"].as_array().unwrap().iter().all(|e| e["workspaceId"] == 1));
+    }
+}
+
+api_test! {
+    /// The operator's view spans workspaces; a workspace token gets 403.
+    async fn admin_audit_spans_workspaces(app) {
+        let (other_id, token) = app.new_workspace("Other").await;
+        let other = app.as_token(&token);
+        other.post("/v3/tags", json!({ "name": "theirs" })).await.expect(201);
+        app.post("/v3/tags", json!({ "name": "mine" })).await.expect(201);
+        let all = app.get("/v3/audit/admin").await.expect(200);
+        assert_eq!(actions(&all), vec!["tag.create", "tag.create", "workspace.create", "workspace.bootstrap"]);
+        assert_eq!(all["totalCount"], 4);
+        let workspaces: Vec<_> = all["data"].as_array().unwrap().iter().map(|e| e["workspaceId"].clone()).collect();
+        assert_eq!(workspaces, vec![json!(1), json!(other_id), json!(1), json!(1)]);
+        other.get("/v3/audit/admin").await.expect_error(403);
+        let paged = app.get("/v3/audit/admin?limit=1&offset=1").await.expect(200);
+        assert_eq!(paged["data"][0], all["data"][1]);
+    }
+}

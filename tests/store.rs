@@ -1,0 +1,219 @@
+//! The store's semantics, the same on the embedded store and on DynamoDB Local:
+//! conditions, all-or-nothing transactions, DynamoDB's limits, key order,
+//! ranges, pages and indexes. What passes locally passes on DynamoDB.
+
+use api_tests::api_test;
+use api_tests::serde_json::{Value, json};
+use shared::keys::GSI1;
+use shared::store::memory::MemoryStore;
+use shared::store::{Condition, Index, Item, Key, Query, SkRange, Store, StoreError, Write};
+
+fn item(pk: &str, sk: &str, extra: Value) -> Item {
+    let mut item = Item::new();
+    item.insert("pk".into(), pk.into());
+    item.insert("sk".into(), sk.into());
+    if let Value::Object(map) = extra {
+        item.extend(map);
+    }
+    item
+}
+
+fn put(item: Item) -> Write {
+    Write::Put {
+        item,
+        condition: None,
+    }
+}
+
+fn sks(items: &[Item]) -> Vec<&str> {
+    items.iter().map(|i| i["sk"].as_str().unwrap()).collect()
+}
+
+api_test! {
+    async fn conditions_guard_writes(app) {
+        let s = app.store.as_ref();
+        let key = Key::new("T#1", "a");
+        s.write(vec![Write::Put { item: item("T#1", "a", json!({ "version": 1 })), condition: Some(Condition::NotExists) }]).await.unwrap();
+        let again = s.write(vec![Write::Put { item: item("T#1", "a", json!({ "version": 9 })), condition: Some(Condition::NotExists) }]).await;
+        assert!(matches!(again, Err(StoreError::ConditionFailed { index: 0 })), "{again:?}");
+        let stale = s.write(vec![Write::Put { item: item("T#1", "a", json!({ "version": 2 })), condition: Some(Condition::VersionIs(7)) }]).await;
+        assert!(matches!(stale, Err(StoreError::ConditionFailed { index: 0 })));
+        s.write(vec![Write::Put { item: item("T#1", "a", json!({ "version": 2 })), condition: Some(Condition::VersionIs(1)) }]).await.unwrap();
+        assert_eq!(s.get(&key, true).await.unwrap().unwrap()["version"], 2);
+        let gone = s.write(vec![Write::Delete { key: Key::new("T#1", "zz"), condition: Some(Condition::Exists) }]).await;
+        assert!(matches!(gone, Err(StoreError::ConditionFailed { index: 0 })));
+    }
+}
+
+api_test! {
+    /// A failed condition anywhere in a transaction writes nothing, and names its position.
+    async fn transactions_are_all_or_nothing(app) {
+        let s = app.store.as_ref();
+        s.write(vec![put(item("T#1", "taken", json!({})))]).await.unwrap();
+        let result = s
+            .write(vec![
+                put(item("T#1", "new", json!({}))),
+                Write::Add { key: Key::new("T#1", "count"), attribute: "n", delta: 1 },
+                Write::Put { item: item("T#1", "taken", json!({})), condition: Some(Condition::NotExists) },
+            ])
+            .await;
+        assert!(matches!(result, Err(StoreError::ConditionFailed { index: 2 })), "{result:?}");
+        assert!(s.get(&Key::new("T#1", "new"), true).await.unwrap().is_none());
+        assert!(s.get(&Key::new("T#1", "count"), true).await.unwrap().is_none());
+    }
+}
+
+api_test! {
+    async fn counters_start_at_zero_and_add(app) {
+        let s = app.store.as_ref();
+        let key = Key::new("T#1", "count");
+        for delta in [1, 1, 5, -2] {
+            s.write(vec![Write::Add { key: key.clone(), attribute: "n", delta }]).await.unwrap();
+        }
+        assert_eq!(s.get(&key, true).await.unwrap().unwrap()["n"], 5);
+    }
+}
+
+api_test! {
+    /// DynamoDB refuses these; so does the embedded store.
+    async fn limits_are_enforced(app) {
+        let s = app.store.as_ref();
+        let many: Vec<Write> = (0..101).map(|i| put(item("T#1", &format!("{i:03}"), json!({})))).collect();
+        assert!(matches!(s.write(many).await, Err(StoreError::Invalid(_))));
+        let twice = vec![put(item("T#1", "a", json!({}))), put(item("T#1", "a", json!({ "x": 1 })))];
+        assert!(matches!(s.write(twice).await, Err(StoreError::Invalid(_))));
+        let big = item("T#1", "big", json!({ "blob": "x".repeat(401 * 1024) }));
+        assert!(matches!(s.write(vec![put(big)]).await, Err(StoreError::ItemTooLarge)));
+        let hundred: Vec<Write> = (0..100).map(|i| put(item("T#1", &format!("{i:03}"), json!({})))).collect();
+        s.write(hundred).await.unwrap();
+    }
+}
+
+api_test! {
+    /// Sort keys in byte order, ranges, both directions, and pages that resume.
+    async fn queries_read_key_ranges_in_order(app) {
+        let s = app.store.as_ref();
+        let writes: Vec<Write> = ["a1", "a2", "a3", "b1", "b2", "c1"]
+            .iter()
+            .map(|sk| put(item("T#q", sk, json!({ "v": sk }))))
+            .chain([put(item("T#other", "a0", json!({})))])
+            .collect();
+        s.write(writes).await.unwrap();
+        let q = |range| Query::new(Index::TABLE, "T#q", range);
+        let all = s.query(&q(SkRange::All)).await.unwrap();
+        assert_eq!(sks(&all.items), ["a1", "a2", "a3", "b1", "b2", "c1"]);
+        assert!(all.last_key.is_none());
+        assert_eq!(sks(&s.query(&q(SkRange::Prefix("b".into()))).await.unwrap().items), ["b1", "b2"]);
+        assert_eq!(sks(&s.query(&q(SkRange::Prefix("b".into())).backward()).await.unwrap().items), ["b2", "b1"]);
+        assert_eq!(sks(&s.query(&q(SkRange::Between("a2".into(), "b1".into()))).await.unwrap().items), ["a2", "a3", "b1"]);
+        assert_eq!(sks(&s.query(&q(SkRange::Between("a2".into(), "b1".into())).backward()).await.unwrap().items), ["b1", "a3", "a2"]);
+        assert_eq!(sks(&s.query(&q(SkRange::AtLeast("b2".into()))).await.unwrap().items), ["b2", "c1"]);
+        assert_eq!(sks(&s.query(&q(SkRange::AtLeast("b2".into())).backward()).await.unwrap().items), ["c1", "b2"]);
+        assert_eq!(sks(&s.query(&q(SkRange::AtMost("a2".into()))).await.unwrap().items), ["a1", "a2"]);
+        assert_eq!(sks(&s.query(&q(SkRange::AtMost("a2".into())).backward()).await.unwrap().items), ["a2", "a1"]);
+
+        // Pages of two, resuming after the last key, in both directions.
+        for forward in [true, false] {
+            let mut query = Query { limit: Some(2), forward, ..q(SkRange::All) };
+            let mut seen = Vec::new();
+            loop {
+                let page = s.query(&query).await.unwrap();
+                seen.extend(sks(&page.items).into_iter().map(str::to_owned));
+                match page.last_key {
+                    Some(last) => query.start_after = Some(last),
+                    None => break,
+                }
+            }
+            let mut expected = vec!["a1", "a2", "a3", "b1", "b2", "c1"];
+            if !forward {
+                expected.reverse();
+            }
+            assert_eq!(seen, expected);
+        }
+        // Key-only reads return the keys.
+        let keys = s.query(&Query { keys_only: true, ..q(SkRange::Prefix("c".into())) }).await.unwrap();
+        assert_eq!(keys.items[0].get("v"), None);
+        assert_eq!(keys.items[0]["sk"], "c1");
+    }
+}
+
+api_test! {
+    async fn secondary_indexes_follow_their_items(app) {
+        let s = app.store.as_ref();
+        let indexed = |sk: &str, g: &str| item("T#g", sk, json!({ "gsi1pk": "G", "gsi1sk": g }));
+        s.write(vec![put(indexed("x", "2")), put(indexed("y", "1")), put(item("T#g", "z", json!({})))]).await.unwrap();
+        let q = Query::new(GSI1, "G", SkRange::All);
+        assert_eq!(sks(&s.query(&q).await.unwrap().items), ["y", "x"]);
+        // Re-keying and deleting move the index entry.
+        s.write(vec![put(indexed("y", "3"))]).await.unwrap();
+        assert_eq!(sks(&s.query(&q).await.unwrap().items), ["x", "y"]);
+        s.write(vec![Write::Delete { key: Key::new("T#g", "x"), condition: None }]).await.unwrap();
+        assert_eq!(sks(&s.query(&q).await.unwrap().items), ["y"]);
+        // Index pages resume too.
+        s.write(vec![put(indexed("w", "4"))]).await.unwrap();
+        let first = s.query(&Query { limit: Some(1), ..q.clone() }).await.unwrap();
+        let rest = s.query(&Query { start_after: first.last_key.clone(), ..q.clone() }).await.unwrap();
+        assert_eq!((sks(&first.items), sks(&rest.items)), (vec!["y"], vec!["w"]));
+    }
+}
+
+api_test! {
+    async fn batch_gets_skip_missing_keys(app) {
+        let s = app.store.as_ref();
+        s.write(vec![put(item("T#b", "1", json!({}))), put(item("T#b", "2", json!({})))]).await.unwrap();
+        let keys = [Key::new("T#b", "1"), Key::new("T#b", "2"), Key::new("T#b", "3")];
+        let mut found = s.batch_get(&keys).await.unwrap();
+        found.sort_by(|a, b| a["sk"].as_str().cmp(&b["sk"].as_str()));
+        assert_eq!(sks(&found), ["1", "2"]);
+    }
+}
+
+/// `crm serve --data DIR`: what was written is there after a restart.
+#[tokio::test]
+async fn the_embedded_store_survives_a_restart() {
+    let dir = std::env::temp_dir().join(format!("crm-store-test-{}", shared::ids::new_ulid()));
+    {
+        let s = MemoryStore::open(&dir, shared::keys::GSIS).unwrap();
+        s.write(vec![
+            put(item("T#p", "kept", json!({ "gsi1pk": "G", "gsi1sk": "1" }))),
+            put(item("T#p", "gone", json!({}))),
+        ])
+        .await
+        .unwrap();
+        s.write(vec![Write::Delete {
+            key: Key::new("T#p", "gone"),
+            condition: None,
+        }])
+        .await
+        .unwrap();
+        s.write(vec![Write::Add {
+            key: Key::new("T#p", "n"),
+            attribute: "n",
+            delta: 2,
+        }])
+        .await
+        .unwrap();
+    }
+    for _ in 0..2 {
+        let s = MemoryStore::open(&dir, shared::keys::GSIS).unwrap();
+        assert!(
+            s.get(&Key::new("T#p", "kept"), true)
+                .await
+                .unwrap()
+                .is_some()
+        );
+        assert!(
+            s.get(&Key::new("T#p", "gone"), true)
+                .await
+                .unwrap()
+                .is_none()
+        );
+        assert_eq!(
+            s.get(&Key::new("T#p", "n"), true).await.unwrap().unwrap()["n"],
+            2
+        );
+        let indexed = s.query(&Query::new(GSI1, "G", SkRange::All)).await.unwrap();
+        assert_eq!(sks(&indexed.items), ["kept"]);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,154 @@
+//! The SAM template and the code agree: every route a group's Router serves is
+//! an HttpApi event of that group's function and nothing else is; the table and
+//! its indexes are the ones the code queries; no code path can issue a Scan.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde_yaml::Value;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn template() -> Value {
+    let text =
+        std::fs::read_to_string(root().join("infra/template.yaml")).expect("infra/template.yaml");
+    serde_yaml::from_str(&text).expect("valid YAML")
+}
+
+fn resources(template: &Value) -> Vec<(String, Value)> {
+    template["Resources"]
+        .as_mapping()
+        .expect("Resources")
+        .iter()
+        .map(|(k, v)| (k.as_str().unwrap().to_owned(), v.clone()))
+        .collect()
+}
+
+/// (function binary, METHOD, path) of every HttpApi event of the template.
+fn template_routes(template: &Value) -> BTreeSet<(String, String, String)> {
+    let mut routes = BTreeSet::new();
+    for (_, resource) in resources(template) {
+        if resource["Type"].as_str() != Some("AWS::Serverless::Function") {
+            continue;
+        }
+        let binary = resource["Metadata"]["BuildProperties"]["Binary"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let Some(events) = resource["Properties"]["Events"].as_mapping() else {
+            continue;
+        };
+        for (_, event) in events {
+            if event["Type"].as_str() == Some("HttpApi") {
+                let p = &event["Properties"];
+                routes.insert((
+                    binary.clone(),
+                    p["Method"].as_str().unwrap().to_uppercase(),
+                    p["Path"].as_str().unwrap().to_owned(),
+                ));
+            }
+        }
+    }
+    routes
+}
+
+#[test]
+fn template_routes_are_the_served_routes() {
+    let served: BTreeSet<_> = crm::groups()
+        .iter()
+        .flat_map(|g| {
+            g.routes()
+                .iter()
+                .map(move |(m, p)| (g.name.to_owned(), m.to_string(), (*p).to_owned()))
+        })
+        .collect();
+    let declared = template_routes(&template());
+    let missing: Vec<_> = served.difference(&declared).collect();
+    let extra: Vec<_> = declared.difference(&served).collect();
+    assert!(
+        missing.is_empty(),
+        "served but not in infra/template.yaml: {missing:#?}"
+    );
+    assert!(
+        extra.is_empty(),
+        "in infra/template.yaml but not served: {extra:#?}"
+    );
+}
+
+#[test]
+fn every_function_is_a_crate_of_the_workspace_built_for_lambda() {
+    for (name, resource) in resources(&template()) {
+        if resource["Type"].as_str() != Some("AWS::Serverless::Function") {
+            continue;
+        }
+        assert_eq!(
+            resource["Metadata"]["BuildMethod"].as_str(),
+            Some("rust-cargolambda"),
+            "{name}"
+        );
+        let binary = resource["Metadata"]["BuildProperties"]["Binary"]
+            .as_str()
+            .unwrap();
+        let manifest = root().join("functions").join(binary).join("Cargo.toml");
+        assert!(manifest.exists(), "{name}: no crate at functions/{binary}");
+    }
+    let globals = &template()["Globals"]["Function"];
+    assert_eq!(globals["Runtime"].as_str(), Some("provided.al2023"));
+    assert_eq!(globals["Architectures"][0].as_str(), Some("arm64"));
+}
+
+#[test]
+fn the_table_has_the_indexes_the_code_queries() {
+    let template = template();
+    let table = &template["Resources"]["Table"]["Properties"];
+    let key_names = |schema: &Value| -> Vec<String> {
+        schema
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(|k| k["AttributeName"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        key_names(&table["KeySchema"]),
+        vec![shared::store::PK, shared::store::SK]
+    );
+    let indexes = table["GlobalSecondaryIndexes"].as_sequence().unwrap();
+    assert_eq!(indexes.len(), shared::keys::GSIS.len());
+    for (declared, used) in indexes.iter().zip(shared::keys::GSIS) {
+        assert_eq!(declared["IndexName"].as_str(), used.name);
+        assert_eq!(key_names(&declared["KeySchema"]), vec![used.pk, used.sk]);
+        assert_eq!(
+            declared["Projection"]["ProjectionType"].as_str(),
+            Some("ALL")
+        );
+    }
+}
+
+/// The store trait has no scan; this keeps anyone from calling the SDK's.
+#[test]
+fn no_code_path_issues_a_scan() {
+    fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() && !path.ends_with("target") {
+                rust_files(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    for dir in ["shared", "functions", "cli"] {
+        rust_files(&root().join(dir), &mut files);
+    }
+    assert!(files.len() > 10);
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for needle in [".scan()", "ScanInput", "operation::scan"] {
+            assert!(!text.contains(needle), "{} uses {needle}", file.display());
+        }
+    }
+}

@@ -1,0 +1,70 @@
+//! Workspaces: `GET /v3/workspaces/info` (the caller's own) and the admin
+//! extension `POST /v3/workspaces`.
+
+use api_tests::api_test;
+use api_tests::serde_json::json;
+
+api_test! {
+    async fn info_is_the_callers_workspace(app) {
+        let info = app.get("/v3/workspaces/info").await.expect(200);
+        assert_eq!(info["id"], "1");
+        assert_eq!(info["workspaceId"], 1);
+        assert_eq!(info["name"], "Test workspace");
+        assert_eq!(info["environment"], "production");
+        assert!(info["createdAt"].is_string() && info["lastUpdateAt"].is_string());
+    }
+}
+
+api_test! {
+    /// An admin creates a workspace and gets its first token (secret in `token.token`).
+    async fn an_admin_creates_a_workspace_with_a_token(app) {
+        let created = app.post("/v3/workspaces", json!({ "name": "Acme", "tokenName": "acme-bootstrap" })).await.expect(201);
+        let id = created["workspace"]["workspaceId"].as_u64().unwrap();
+        assert_ne!(id, 1);
+        assert!(id < 1 << 53);
+        assert_eq!(created["workspace"]["id"], json!(id.to_string()));
+        assert_eq!(created["workspace"]["name"], "Acme");
+        assert_eq!(created["token"]["name"], "acme-bootstrap");
+        assert_eq!(created["token"]["workspaceId"], json!(id));
+        assert_eq!(created["token"]["scopes"], json!([]), "a workspace token, not an admin one");
+        let token = created["token"]["token"].as_str().unwrap();
+        let info = app.as_token(token).get("/v3/workspaces/info").await.expect(200);
+        assert_eq!(info["workspaceId"], json!(id));
+        assert_eq!(info["name"], "Acme");
+    }
+}
+
+api_test! {
+    /// A workspace token is not an operator: 403 on creating workspaces.
+    async fn a_workspace_token_cannot_create_workspaces(app) {
+        let (_, token) = app.new_workspace("Acme").await;
+        app.as_token(&token).post("/v3/workspaces", json!({ "name": "Sneaky" })).await.expect_error(403);
+        let plain = app.post("/v3/api-tokens", json!({ "name": "plain" })).await.expect(201);
+        app.as_token(plain["token"].as_str().unwrap())
+            .post("/v3/workspaces", json!({ "name": "Sneaky" }))
+            .await
+            .expect_error(403);
+    }
+}
+
+api_test! {
+    async fn validates_the_create_body(app) {
+        app.post("/v3/workspaces", json!({})).await.expect_field_error("name");
+        app.post("/v3/workspaces", json!({ "name": " " })).await.expect_field_error("name");
+        app.post("/v3/workspaces", json!({ "name": "x".repeat(129) })).await.expect_field_error("name");
+        app.post("/v3/workspaces", json!({ "name": "x", "id": 5 })).await.expect_field_error("id");
+    }
+}
+
+api_test! {
+    /// Every workspace sees only itself.
+    async fn workspaces_are_isolated(app) {
+        let (a, token_a) = app.new_workspace("A").await;
+        let (b, token_b) = app.new_workspace("B").await;
+        assert_eq!(app.as_token(&token_a).get("/v3/workspaces/info").await.expect(200)["workspaceId"], json!(a));
+        assert_eq!(app.as_token(&token_b).get("/v3/workspaces/info").await.expect(200)["workspaceId"], json!(b));
+        let tag = app.as_token(&token_a).post("/v3/tags", json!({ "name": "x" })).await.expect(201);
+        assert_eq!(tag["workspaceId"], json!(a));
+        assert_eq!(app.as_token(&token_b).get("/v3/tags").await.expect(200)["totalCount"], 0);
+    }
+}
