@@ -187,6 +187,36 @@ pub async fn cursor_page(
     Ok((items, more))
 }
 
+/// A `/v3` page of records with its `totalCount` from the list's counter item:
+/// one Query (after the offset step) and one GetItem, side by side.
+pub async fn counted_page<R: crate::record::Record>(
+    store: &dyn Store,
+    query: Query,
+    paging: Paging,
+    counter: crate::store::Key,
+) -> ApiResult<ListPage<R>> {
+    let (items, total) = tokio::try_join!(
+        offset_page(store, query, paging),
+        crate::record::count(store, &counter),
+    )?;
+    Ok(ListPage {
+        total_count: Some(total),
+        data: items
+            .into_iter()
+            .map(crate::record::from_item)
+            .collect::<ApiResult<_>>()?,
+    })
+}
+
+impl<T> ListPage<T> {
+    pub fn map<U>(self, f: impl FnMut(T) -> U) -> ListPage<U> {
+        ListPage {
+            total_count: self.total_count,
+            data: self.data.into_iter().map(f).collect(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,35 +249,5 @@ mod tests {
                 .cursor,
             None
         );
-    }
-}
-
-/// A `/v3` page of records with its `totalCount` from the list's counter item:
-/// one Query (after the offset step) and one GetItem, side by side.
-pub async fn counted_page<R: crate::record::Record>(
-    store: &dyn Store,
-    query: Query,
-    paging: Paging,
-    counter: crate::store::Key,
-) -> ApiResult<ListPage<R>> {
-    let (items, total) = tokio::try_join!(
-        offset_page(store, query, paging),
-        crate::record::count(store, &counter),
-    )?;
-    Ok(ListPage {
-        total_count: Some(total),
-        data: items
-            .into_iter()
-            .map(crate::record::from_item)
-            .collect::<ApiResult<_>>()?,
-    })
-}
-
-impl<T> ListPage<T> {
-    pub fn map<U>(self, f: impl FnMut(T) -> U) -> ListPage<U> {
-        ListPage {
-            total_count: self.total_count,
-            data: self.data.into_iter().map(f).collect(),
-        }
     }
 }

@@ -20,7 +20,6 @@ use serde_json::{Value, json};
 use shared::domain::workspaces;
 use shared::http::AppState;
 use shared::keys;
-use shared::store::dynamo::DynamoStore;
 use shared::store::memory::MemoryStore;
 use shared::store::{MetricsSnapshot, SharedStore};
 use tower::ServiceExt;

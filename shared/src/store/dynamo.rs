@@ -167,7 +167,10 @@ impl DynamoStore {
                         .set_expression_attribute_names(non_empty(names));
                 }
                 match req.send().await {
-                    Ok(out) => Ok(self.consumed(out.consumed_capacity(), true)),
+                    Ok(out) => {
+                        self.consumed(out.consumed_capacity(), true);
+                        Ok(())
+                    }
                     Err(e) if failed(&e) => Err(StoreError::ConditionFailed { index: 0 }),
                     Err(e) => Err(sdk_error(e)),
                 }
@@ -187,7 +190,10 @@ impl DynamoStore {
                         .set_expression_attribute_names(non_empty(names));
                 }
                 match req.send().await {
-                    Ok(out) => Ok(self.consumed(out.consumed_capacity(), true)),
+                    Ok(out) => {
+                        self.consumed(out.consumed_capacity(), true);
+                        Ok(())
+                    }
                     Err(e) if failed(&e) => Err(StoreError::ConditionFailed { index: 0 }),
                     Err(e) => Err(sdk_error(e)),
                 }
@@ -209,7 +215,8 @@ impl DynamoStore {
                     .send()
                     .await
                     .map_err(sdk_error)?;
-                Ok(self.consumed(out.consumed_capacity(), true))
+                self.consumed(out.consumed_capacity(), true);
+                Ok(())
             }
             check @ Write::Check { .. } => self.transact(vec![check]).await,
         }

@@ -1,0 +1,162 @@
+//! `crm serve` as a user runs it: a real process on a free loopback port,
+//! bootstrapped with CRM_BOOTSTRAP_TOKEN, keeping its data across a restart.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "crm_serve_test_token_0123456789";
+
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn start(args: &[&str]) -> Server {
+    start_with(args, &[])
+}
+
+fn start_with(args: &[&str], env: &[(&str, &str)]) -> Server {
+    let port = free_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_crm"))
+        .arg("serve")
+        .args(["--port", &port.to_string()])
+        .args(args)
+        .envs(env.iter().copied())
+        .env("CRM_BOOTSTRAP_TOKEN", TOKEN)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("crm starts");
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || for _ in BufReader::new(stderr).lines() {});
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "crm serve did not listen on {port}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Server { child, port }
+}
+
+/// A minimal HTTP/1.1 exchange; returns (status, body).
+fn call(port: u16, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let body = body.unwrap_or("");
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let status = response[9..12].parse().unwrap();
+    let body = response.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
+    (status, body)
+}
+
+#[test]
+fn serves_the_api_in_memory() {
+    let server = start(&["--in-memory"]);
+    let (status, body) = call(server.port, "GET", "/v3/workspaces/info", None);
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"workspaceId\":1"), "{body}");
+    let (status, _) = call(server.port, "POST", "/v3/tags", Some(r#"{"name":"VIP"}"#));
+    assert_eq!(status, 201);
+}
+
+#[test]
+fn keeps_its_data_across_a_restart() {
+    let dir = std::env::temp_dir().join(format!("crm-serve-test-{}", std::process::id()));
+    let data = dir.to_str().unwrap();
+    let id = {
+        let server = start(&["--data", data]);
+        let (status, body) = call(server.port, "POST", "/v3/tags", Some(r#"{"name":"Kept"}"#));
+        assert_eq!(status, 201, "{body}");
+        body.split("\"id\":\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .to_owned()
+    };
+    let server = start(&["--data", data]);
+    let (status, body) = call(server.port, "GET", &format!("/v3/tags/{id}"), None);
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"name\":\"Kept\""));
+    drop(server);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// An operator bootstraps a fresh DynamoDB table: create-table, bootstrap (twice:
+/// it is idempotent), then the API served from that table answers the token.
+#[test]
+fn bootstraps_a_dynamodb_table() {
+    let Some(endpoint) = std::env::var("CRM_TEST_DYNAMODB_ENDPOINT")
+        .ok()
+        .filter(|e| !e.is_empty())
+    else {
+        assert!(
+            std::env::var("CRM_REQUIRE_DYNAMODB").as_deref() != Ok("1"),
+            "DynamoDB Local is required"
+        );
+        eprintln!("skipped: DynamoDB Local is not running (use scripts/test.sh)");
+        return;
+    };
+    let table = format!("crm-cli-test-{}", std::process::id());
+    let env = [
+        ("CRM_TABLE", table.as_str()),
+        ("CRM_DYNAMODB_ENDPOINT", endpoint.as_str()),
+    ];
+    let crm = |command: &str| {
+        let output = Command::new(env!("CARGO_BIN_EXE_crm"))
+            .arg(command)
+            .envs(env)
+            .env("CRM_BOOTSTRAP_TOKEN", TOKEN)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "crm {command}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    assert!(crm("create-table").contains("is ready"));
+    assert!(crm("bootstrap").contains("Created workspace 1"));
+    assert!(
+        crm("bootstrap").contains("is an admin token"),
+        "a second bootstrap changes nothing"
+    );
+    let server = start_with(&["--dynamodb"], &env);
+    let (status, body) = call(server.port, "GET", "/v3/workspaces/info", None);
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = call(server.port, "GET", "/v3/audit", None);
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains("\"totalCount\":1"),
+        "one bootstrap entry: {body}"
+    );
+}
