@@ -61,6 +61,8 @@ api_test! {
         client.get("/v1/tags").await.expect_error(401);
         assert_eq!(app.get("/v3/api-tokens").await.expect(200)["totalCount"], 1);
         app.delete(&format!("/v3/api-tokens/{}", created["id"].as_str().unwrap())).await.expect_error(404);
+        app.delete("/v3/api-tokens/not-a-token-id").await.expect_error(404);
+        app.delete(&format!("/v3/api-tokens/{}", "x".repeat(2000))).await.expect_error(404);
     }
 }
 

@@ -62,6 +62,8 @@ api_test! {
         assert_eq!(app.get(&format!("/v3/audit/{id}")).await.expect(200), listed);
         app.get("/v3/audit/01ARZ3NDEKTSV4RRFFQ69G5FAV").await.expect_error(404);
         app.get("/v3/audit/not-an-id").await.expect_error(404);
+        // Longer than DynamoDB accepts in a key: still a plain 404.
+        app.get(&format!("/v3/audit/{}", "x".repeat(2000))).await.expect_error(404);
     }
 }
 

@@ -61,6 +61,11 @@ pub fn new_ulid() -> String {
     }
 }
 
+/// Whether `text` can be a ULID; anything else is an unknown id without a read.
+pub fn is_ulid(text: &str) -> bool {
+    ulid::Ulid::from_string(text).is_ok()
+}
+
 /// A numeric id as it stands in a sort key: zero-padded so that text order is number order.
 pub fn padded(id: u64) -> String {
     format!("{id:0width$}", width = ID_WIDTH)

@@ -59,6 +59,19 @@ pub async fn get<R: Record>(
     store.get(key, consistent).await?.map(from_item).transpose()
 }
 
+/// One record by key that must exist: an unknown key (or another workspace's,
+/// which is the same thing) is a 404 naming `what`.
+pub async fn find<R: Record>(
+    store: &dyn Store,
+    key: &Key,
+    consistent: bool,
+    what: &str,
+) -> ApiResult<R> {
+    get(store, key, consistent)
+        .await?
+        .ok_or_else(|| ApiError::not_found(what))
+}
+
 /// The value of a list's counter (its `totalCount`): one GetItem.
 pub async fn count(store: &dyn Store, key: &Key) -> ApiResult<u64> {
     let item = store.get(key, false).await?;

@@ -81,9 +81,16 @@ pub async fn list(
 }
 
 pub async fn get(store: &dyn Store, caller: &Caller, id: &str) -> ApiResult<AuditEntry> {
-    record::get(store, &keys::audit_entry(caller.workspace_id, id), false)
-        .await?
-        .ok_or_else(|| ApiError::not_found("audit entry"))
+    if !ids::is_ulid(id) {
+        return Err(ApiError::not_found("audit entry"));
+    }
+    record::find(
+        store,
+        &keys::audit_entry(caller.workspace_id, id),
+        false,
+        "audit entry",
+    )
+    .await
 }
 
 /// Every workspace, newest first: operators only.

@@ -259,9 +259,13 @@ pub async fn get(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<Tag> 
 }
 
 async fn find(store: &dyn Store, caller: &Caller, id: u64, consistent: bool) -> ApiResult<Tag> {
-    record::get(store, &keys::tag(caller.workspace_id, id), consistent)
-        .await?
-        .ok_or_else(|| ApiError::not_found("tag"))
+    record::find(
+        store,
+        &keys::tag(caller.workspace_id, id),
+        consistent,
+        "tag",
+    )
+    .await
 }
 
 pub async fn update(

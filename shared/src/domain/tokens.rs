@@ -205,9 +205,16 @@ pub async fn list(
 }
 
 pub async fn revoke(store: &dyn Store, caller: &Caller, id: &str) -> ApiResult<TokenView> {
-    let token: ApiToken = record::get(store, &keys::token(caller.workspace_id, id), true)
-        .await?
-        .ok_or_else(|| ApiError::not_found("API token"))?;
+    if !ids::is_ulid(id) {
+        return Err(ApiError::not_found("API token"));
+    }
+    let token: ApiToken = record::find(
+        store,
+        &keys::token(caller.workspace_id, id),
+        true,
+        "API token",
+    )
+    .await?;
     if token.scopes.contains(&Scope::Admin) && !caller.is_admin() {
         return Err(ApiError::forbidden(
             "only an admin token can revoke an admin token",

@@ -89,9 +89,13 @@ pub struct CreatedWorkspace {
 }
 
 pub async fn info(store: &dyn Store, caller: &Caller) -> ApiResult<Workspace> {
-    record::get(store, &keys::workspace(caller.workspace_id), false)
-        .await?
-        .ok_or_else(|| ApiError::not_found("workspace"))
+    record::find(
+        store,
+        &keys::workspace(caller.workspace_id),
+        false,
+        "workspace",
+    )
+    .await
 }
 
 pub async fn create(

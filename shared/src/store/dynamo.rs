@@ -22,6 +22,12 @@ use serde_dynamo::aws_sdk_dynamodb_1 as convert;
 use super::*;
 
 type Attrs = HashMap<String, AttributeValue>;
+/// (condition expression, expression values, expression names).
+type Rendered = (
+    Option<String>,
+    Option<Attrs>,
+    Option<HashMap<String, String>>,
+);
 
 pub struct DynamoStore {
     client: Client,
@@ -74,7 +80,18 @@ impl DynamoStore {
         convert::from_item(attrs).map_err(|e| StoreError::Other(format!("item from DynamoDB: {e}")))
     }
 
-    /// Renders a condition: (expression, names, values).
+    /// A condition as the optional parts every request builder takes.
+    fn rendered(c: Option<Condition>) -> Rendered {
+        match c {
+            None => (None, None, None),
+            Some(c) => {
+                let (expr, values, names) = Self::condition(c);
+                (Some(expr), non_empty(values), non_empty(names))
+            }
+        }
+    }
+
+    /// Renders a condition: (expression, values, names).
     fn condition(c: Condition) -> (String, Attrs, HashMap<String, String>) {
         match c {
             Condition::Exists => ("attribute_exists(pk)".into(), Attrs::new(), HashMap::new()),
@@ -94,39 +111,33 @@ impl DynamoStore {
     fn transact_item(&self, w: Write) -> Result<TransactWriteItem, StoreError> {
         let built = match w {
             Write::Put { item, condition } => {
-                let mut put = Put::builder()
+                let (expr, values, names) = Self::rendered(condition);
+                let put = Put::builder()
                     .table_name(&self.table)
-                    .set_item(Some(Self::to_attrs(&item)?));
-                if let Some(c) = condition {
-                    let (expr, values, names) = Self::condition(c);
-                    put = put
-                        .condition_expression(expr)
-                        .set_expression_attribute_values(non_empty(values))
-                        .set_expression_attribute_names(non_empty(names));
-                }
+                    .set_item(Some(Self::to_attrs(&item)?))
+                    .set_condition_expression(expr)
+                    .set_expression_attribute_values(values)
+                    .set_expression_attribute_names(names);
                 TransactWriteItem::builder().put(put.build().map_err(invalid)?)
             }
             Write::Delete { key, condition } => {
-                let mut delete = Delete::builder()
+                let (expr, values, names) = Self::rendered(condition);
+                let delete = Delete::builder()
                     .table_name(&self.table)
-                    .set_key(Some(Self::key_attrs(&key)));
-                if let Some(c) = condition {
-                    let (expr, values, names) = Self::condition(c);
-                    delete = delete
-                        .condition_expression(expr)
-                        .set_expression_attribute_values(non_empty(values))
-                        .set_expression_attribute_names(non_empty(names));
-                }
+                    .set_key(Some(Self::key_attrs(&key)))
+                    .set_condition_expression(expr)
+                    .set_expression_attribute_values(values)
+                    .set_expression_attribute_names(names);
                 TransactWriteItem::builder().delete(delete.build().map_err(invalid)?)
             }
             Write::Check { key, condition } => {
-                let (expr, values, names) = Self::condition(condition);
+                let (expr, values, names) = Self::rendered(Some(condition));
                 let check = ConditionCheck::builder()
                     .table_name(&self.table)
                     .set_key(Some(Self::key_attrs(&key)))
-                    .condition_expression(expr)
-                    .set_expression_attribute_values(non_empty(values))
-                    .set_expression_attribute_names(non_empty(names));
+                    .set_condition_expression(expr)
+                    .set_expression_attribute_values(values)
+                    .set_expression_attribute_names(names);
                 TransactWriteItem::builder().condition_check(check.build().map_err(invalid)?)
             }
             Write::Add {
@@ -153,20 +164,19 @@ impl DynamoStore {
             |e: &dyn ProvideErrorMetadata| e.code() == Some("ConditionalCheckFailedException");
         match w {
             Write::Put { item, condition } => {
-                let mut req = self
+                let (expr, values, names) = Self::rendered(condition);
+                let sent = self
                     .client
                     .put_item()
                     .table_name(&self.table)
                     .set_item(Some(Self::to_attrs(&item)?))
-                    .return_consumed_capacity(ReturnConsumedCapacity::Total);
-                if let Some(c) = condition {
-                    let (expr, values, names) = Self::condition(c);
-                    req = req
-                        .condition_expression(expr)
-                        .set_expression_attribute_values(non_empty(values))
-                        .set_expression_attribute_names(non_empty(names));
-                }
-                match req.send().await {
+                    .set_condition_expression(expr)
+                    .set_expression_attribute_values(values)
+                    .set_expression_attribute_names(names)
+                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                    .send()
+                    .await;
+                match sent {
                     Ok(out) => {
                         self.consumed(out.consumed_capacity(), true);
                         Ok(())
@@ -176,20 +186,19 @@ impl DynamoStore {
                 }
             }
             Write::Delete { key, condition } => {
-                let mut req = self
+                let (expr, values, names) = Self::rendered(condition);
+                let sent = self
                     .client
                     .delete_item()
                     .table_name(&self.table)
                     .set_key(Some(Self::key_attrs(&key)))
-                    .return_consumed_capacity(ReturnConsumedCapacity::Total);
-                if let Some(c) = condition {
-                    let (expr, values, names) = Self::condition(c);
-                    req = req
-                        .condition_expression(expr)
-                        .set_expression_attribute_values(non_empty(values))
-                        .set_expression_attribute_names(non_empty(names));
-                }
-                match req.send().await {
+                    .set_condition_expression(expr)
+                    .set_expression_attribute_values(values)
+                    .set_expression_attribute_names(names)
+                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                    .send()
+                    .await;
+                match sent {
                     Ok(out) => {
                         self.consumed(out.consumed_capacity(), true);
                         Ok(())

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Measures cold start, latency and peak memory of the Lambda functions (release
+# builds, as deployed) against DynamoDB Local, and writes docs/bench-results.md.
+#
+#   scripts/bench.sh                 # 10 cold starts x 100 warm calls per function
+#   BENCH_ARGS="--cold-starts 3 --warm 20" scripts/bench.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/dynamodb-local.sh
+
+if [ "${CRM_IN_NAMESPACE:-}" != 1 ]; then
+  dynamodb_local_install
+  cargo build --release --quiet -p tags -p workspaces -p bench -p crm
+fi
+enter_loopback_namespace "$0" "$@"
+
+dynamodb_local_start
+export CRM_DYNAMODB_ENDPOINT="$DYNAMODB_LOCAL_ENDPOINT" CRM_TABLE=crm-bench
+export CRM_BOOTSTRAP_TOKEN=crm_bench_token_0123456789abcdef
+export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
+target/release/crm create-table
+target/release/crm bootstrap
+
+out=docs/bench-results.md
+{
+  echo "# Benchmark results"
+  echo
+  echo "Written by \`scripts/bench.sh\` on $(date -u +%Y-%m-%d), $(nproc) cores, $(uname -m)."
+  echo "Release builds (lto, codegen-units = 1, panic = abort, strip), each started"
+  echo "against a local Lambda Runtime API (\`bench/\`) and DynamoDB Local on loopback."
+  echo "Every invocation authenticates its token (one GetItem) before its own reads."
+  echo
+  # shellcheck disable=SC2086
+  target/release/bench ${BENCH_ARGS:-} \
+    --function "workspaces=target/release/workspaces=events/workspaces-info.json" \
+    --function "tags=target/release/tags=events/tags-list.json"
+} >"$out.tmp"
+mv "$out.tmp" "$out"
+cat "$out"

