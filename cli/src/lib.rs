@@ -7,6 +7,7 @@ use shared::http::{self, AppState, Group};
 pub fn groups() -> Vec<Group> {
     vec![
         tags::group(),
+        contacts::group(),
         api_tokens::group(),
         workspaces::group(),
         audit::group(),

@@ -50,6 +50,20 @@ pub fn new_id() -> u64 {
 
 static ULIDS: Mutex<ulid::Generator> = Mutex::new(ulid::Generator::new());
 
+/// The range of ids made in `[from, to]`: ids are time-ordered, so a creation
+/// window is an id range.
+pub fn id_range(from: &Timestamp, to: &Timestamp) -> (u64, u64) {
+    let ms = |t: &Timestamp| (t.timestamp_millis() - EPOCH_MS).max(0) as u64;
+    let low = (ms(from) << SEQ_BITS).min(MAX_SAFE_ID);
+    let high = ((ms(to) << SEQ_BITS) | SEQ_MASK).min(MAX_SAFE_ID);
+    (low, high)
+}
+
+/// The time an id was made (to the millisecond).
+pub fn id_time(id: u64) -> Timestamp {
+    DateTime::from_timestamp_millis((id >> SEQ_BITS) as i64 + EPOCH_MS).unwrap_or_default()
+}
+
 /// A new string id (ULID, 26 characters), greater than every one this process
 /// made before, so that entries written in one millisecond still sort in order.
 pub fn new_ulid() -> String {
@@ -140,6 +154,18 @@ mod tests {
         assert!(ids.windows(2).all(|w| w[0] < w[1]));
         assert!(ids.iter().all(|&id| id <= MAX_SAFE_ID && id > 0));
         assert!(padded(ids[0]).len() == ID_WIDTH);
+    }
+
+    #[test]
+    fn an_id_falls_in_the_range_of_its_time() {
+        let before = now();
+        let id = new_id();
+        let after = now();
+        let (low, high) = id_range(&before, &after);
+        assert!(low <= id && id <= high);
+        assert!(id_time(id) >= before && id_time(id) <= after);
+        let (_, earlier) = id_range(&before, &(before - chrono::Duration::milliseconds(1)));
+        assert!(earlier < id);
     }
 
     #[test]

@@ -17,6 +17,17 @@
 //! | Audit entry       | by id; list newest first               | table | `W#<ws>#AUDIT`        | `<ulid>`                |
 //! | Audit entry       | every workspace, newest first (admin)  | gsi1  | `AUDIT`               | `<ulid>`                |
 //! | Audit counter     | `totalCount` of the admin list         | table | `AUDIT`               | `COUNT#<shard 0..7>`    |
+//! | Contact           | by id; list or time window by creation | table | `W#<ws>#CONTACT`      | `<id:16>`               |
+//! | Contact           | list by name                           | gsi1  | `W#<ws>#CONTACTNAME`  | `<folded name>#<id:16>` |
+//! | New contact       | `newContact=true`, by creation         | table | `W#<ws>#NEWCONTACT`   | `<id:16>`               |
+//! | Contact phone     | phone identity (unique per workspace)  | table | `W#<ws>#PHONE`        | `<E.164>`               |
+//! | Contact e-mail    | exact e-mail, without case             | table | `W#<ws>#EMAIL`        | `<email>#<id:16>`       |
+//! | Contact name word | search by a word's first letters       | table | `W#<ws>#NAMEWORD`     | `<word>#<id:16>`        |
+//!
+//! Contact ids are time-ordered, so creation order is id order and a creation
+//! window is an id range (`ids::id_range`): no creation-time index is needed.
+//! The index items of a contact (phone, e-mail, words, new) are written in the
+//! contact's own transaction, so they are never out of step with it.
 //!
 //! The token secret and the admin audit list are the only keys that do not start
 //! with a workspace: a bearer token arrives before its workspace is known, and the
@@ -97,6 +108,67 @@ pub const ALL_AUDIT: &str = "AUDIT";
 
 pub fn audit_counter_shard(shard: u32) -> Key {
     Key::new(ALL_AUDIT, format!("COUNT#{shard}"))
+}
+
+pub fn contact(workspace_id: u64, contact_id: u64) -> Key {
+    Key::new(contacts(workspace_id), padded(contact_id))
+}
+
+pub fn contacts(workspace_id: u64) -> String {
+    collection(workspace_id, "CONTACT")
+}
+
+/// gsi1 partition of contacts by name.
+pub fn contacts_by_name(workspace_id: u64) -> String {
+    collection(workspace_id, "CONTACTNAME")
+}
+
+pub fn contact_name_sort(folded_name: &str, contact_id: u64) -> String {
+    format!("{folded_name}#{}", padded(contact_id))
+}
+
+pub fn new_contacts(workspace_id: u64) -> String {
+    collection(workspace_id, "NEWCONTACT")
+}
+
+pub fn new_contact(workspace_id: u64, contact_id: u64) -> Key {
+    Key::new(new_contacts(workspace_id), padded(contact_id))
+}
+
+pub fn contact_phone(workspace_id: u64, e164: &str) -> Key {
+    Key::new(collection(workspace_id, "PHONE"), e164)
+}
+
+pub fn contact_emails(workspace_id: u64) -> String {
+    collection(workspace_id, "EMAIL")
+}
+
+/// Sort-key prefix of every contact with this (lowercased) e-mail.
+pub fn contact_email_prefix(email: &str) -> String {
+    format!("{email}#")
+}
+
+pub fn contact_email(workspace_id: u64, email: &str, contact_id: u64) -> Key {
+    Key::new(
+        contact_emails(workspace_id),
+        format!("{email}#{}", padded(contact_id)),
+    )
+}
+
+pub fn contact_words(workspace_id: u64) -> String {
+    collection(workspace_id, "NAMEWORD")
+}
+
+pub fn contact_word(workspace_id: u64, word: &str, contact_id: u64) -> Key {
+    Key::new(
+        contact_words(workspace_id),
+        format!("{word}#{}", padded(contact_id)),
+    )
+}
+
+/// The contact id at the end of an index item's sort key (`...#<id:16>` or `<id:16>`).
+pub fn trailing_id(sk: &str) -> Option<u64> {
+    sk.rsplit('#').next()?.parse().ok()
 }
 
 #[cfg(test)]

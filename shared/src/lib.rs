@@ -11,8 +11,10 @@ pub mod ids;
 pub mod keys;
 pub mod lambda;
 pub mod page;
+pub mod phone;
 pub mod record;
 pub mod store;
+pub mod text;
 pub mod validate;
 
 pub use error::{ApiError, ApiResult};

@@ -2,6 +2,7 @@
 //! and does one operation of the spec. Handlers only parse and delegate.
 
 pub mod audit;
+pub mod contacts;
 pub mod tags;
 pub mod tokens;
 pub mod workspaces;

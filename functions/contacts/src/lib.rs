@@ -1,0 +1,137 @@
+//! The contacts group: `/v3/contacts` and `/v1/contacts`, one stored contact in
+//! two shapes, with phone identity across every path.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use shared::ApiError;
+use shared::auth::Caller;
+use shared::domain::contacts::{
+    self, ContactInput, ContactInputV1, ContactQuery, ContactV1, ContactV3, Creation, V1Query,
+    WindowQuery,
+};
+use shared::http::{AppState, Body, Group, Params, PathId, Reply, created};
+use shared::page::{CursorPage, ListPage};
+
+pub fn group() -> Group {
+    Group::new("contacts")
+        .get("/v3/contacts", list)
+        .post("/v3/contacts", create)
+        .get("/v3/contacts/all", list_window)
+        .post("/v3/contacts/find-or-create", find_or_create)
+        .get("/v3/contacts/{id}", get)
+        .patch("/v3/contacts/{id}", update)
+        .get("/v1/contacts", list_v1)
+        .post("/v1/contacts", create_v1)
+        .get("/v1/contacts/{id}", get_v1)
+        .patch("/v1/contacts/{id}", update_v1)
+}
+
+async fn list(
+    State(s): State<AppState>,
+    caller: Caller,
+    Params(q): Params<ContactQuery>,
+) -> Reply<ListPage<ContactV3>> {
+    Ok(Json(
+        contacts::list(s.store.as_ref(), &caller, q)
+            .await?
+            .map(ContactV3::from),
+    ))
+}
+
+async fn create(
+    State(s): State<AppState>,
+    caller: Caller,
+    Body(input): Body<ContactInput>,
+) -> Result<Response, ApiError> {
+    let contact = contacts::create(s.store.as_ref(), &caller, input, Creation::Api).await?;
+    Ok(created(ContactV3::from(contact)))
+}
+
+async fn list_window(
+    State(s): State<AppState>,
+    caller: Caller,
+    Params(q): Params<WindowQuery>,
+) -> Reply<ListPage<ContactV3>> {
+    Ok(Json(
+        contacts::list_window(s.store.as_ref(), &caller, q)
+            .await?
+            .map(ContactV3::from),
+    ))
+}
+
+/// 201 as the spec says, found or created; `x-contact-created` tells which.
+async fn find_or_create(
+    State(s): State<AppState>,
+    caller: Caller,
+    Body(input): Body<ContactInput>,
+) -> Result<Response, ApiError> {
+    let (contact, was_created) = contacts::find_or_create(s.store.as_ref(), &caller, input).await?;
+    let mut response = (StatusCode::CREATED, Json(ContactV3::from(contact))).into_response();
+    response.headers_mut().insert(
+        "x-contact-created",
+        HeaderValue::from_static(if was_created { "true" } else { "false" }),
+    );
+    Ok(response)
+}
+
+async fn get(State(s): State<AppState>, caller: Caller, PathId(id): PathId) -> Reply<ContactV3> {
+    Ok(Json(
+        contacts::get(s.store.as_ref(), &caller, id).await?.into(),
+    ))
+}
+
+async fn update(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathId(id): PathId,
+    Body(input): Body<ContactInput>,
+) -> Reply<ContactV3> {
+    Ok(Json(
+        contacts::update(s.store.as_ref(), &caller, id, input)
+            .await?
+            .into(),
+    ))
+}
+
+async fn list_v1(
+    State(s): State<AppState>,
+    caller: Caller,
+    Params(q): Params<V1Query>,
+) -> Reply<CursorPage<ContactV1>> {
+    let page = contacts::list_v1(s.store.as_ref(), &caller, q).await?;
+    Ok(Json(CursorPage {
+        data: page.data.into_iter().map(ContactV1::from).collect(),
+        next_cursor: page.next_cursor,
+    }))
+}
+
+async fn create_v1(
+    State(s): State<AppState>,
+    caller: Caller,
+    Body(input): Body<ContactInputV1>,
+) -> Result<Response, ApiError> {
+    let contact =
+        contacts::create(s.store.as_ref(), &caller, input.try_into()?, Creation::Api).await?;
+    Ok(created(ContactV1::from(contact)))
+}
+
+async fn get_v1(State(s): State<AppState>, caller: Caller, PathId(id): PathId) -> Reply<ContactV1> {
+    Ok(Json(
+        contacts::get(s.store.as_ref(), &caller, id).await?.into(),
+    ))
+}
+
+async fn update_v1(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathId(id): PathId,
+    Body(input): Body<ContactInputV1>,
+) -> Reply<ContactV1> {
+    Ok(Json(
+        contacts::update(s.store.as_ref(), &caller, id, input.try_into()?)
+            .await?
+            .into(),
+    ))
+}
