@@ -57,3 +57,16 @@ api_test! {
         assert_eq!(body(&response)["requestId"], json!("JKJaXmPLIAMEvxQ="));
     }
 }
+
+api_test! {
+    /// The contacts function finds or creates from an API Gateway event.
+    async fn the_contacts_function_finds_or_creates(app) {
+        let first = invoke(&app, contacts::group(), "contacts-find-or-create.json").await;
+        assert_eq!(first["statusCode"], 201, "{first}");
+        assert_eq!(first["headers"]["x-contact-created"], "true");
+        let again = invoke(&app, contacts::group(), "contacts-find-or-create.json").await;
+        assert_eq!(again["headers"]["x-contact-created"], "false");
+        assert_eq!(body(&again)["id"], body(&first)["id"]);
+        assert_eq!(body(&first)["phone"], "+5511987654321");
+    }
+}
