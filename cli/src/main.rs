@@ -123,7 +123,9 @@ async fn serve(args: Serve) -> Result<(), String> {
         );
     }
     tracing::info!("CRM API on http://{addr} ({where_}); Ctrl-C stops it");
-    axum::serve(listener, crm::app(AppState::new(store)))
+    // Imports run in this process, behind the same queue trait as SQS on AWS.
+    let queue = Arc::new(shared::queue::LocalQueue::start(store.clone()));
+    axum::serve(listener, crm::app(AppState::new(store).with_queue(queue)))
         .with_graceful_shutdown(shutdown())
         .await
         .map_err(|e| format!("server error: {e}"))

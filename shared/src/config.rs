@@ -4,16 +4,20 @@
 //! |--------------------------|----------------------------------------------------------|
 //! | `CRM_TABLE`              | DynamoDB table name (default `crm`)                       |
 //! | `CRM_DYNAMODB_ENDPOINT`  | endpoint override, e.g. DynamoDB Local `http://127.0.0.1:8000` |
+//! | `CRM_IMPORT_QUEUE_URL`   | the SQS queue of contact imports (contacts function)      |
+//! | `CRM_SQS_ENDPOINT`       | SQS endpoint override, e.g. a local moto server           |
 //! | `AWS_REGION`             | region (set by Lambda; default `us-east-1` with an endpoint override) |
 
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 
 use crate::store::dynamo::DynamoStore;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Config {
     pub table: String,
     pub dynamodb_endpoint: Option<String>,
+    pub import_queue_url: Option<String>,
+    pub sqs_endpoint: Option<String>,
 }
 
 impl Config {
@@ -22,15 +26,17 @@ impl Config {
         Self {
             table: var("CRM_TABLE").unwrap_or_else(|| "crm".to_owned()),
             dynamodb_endpoint: var("CRM_DYNAMODB_ENDPOINT"),
+            import_queue_url: var("CRM_IMPORT_QUEUE_URL"),
+            sqs_endpoint: var("CRM_SQS_ENDPOINT"),
         }
     }
 
     /// One `SdkConfig` per process: credentials and region from the usual chain.
+    /// Endpoint overrides apply per client (DynamoDB Local and a local SQS differ).
     pub async fn sdk_config(&self) -> SdkConfig {
         let mut loader = aws_config::defaults(BehaviorVersion::latest());
-        if let Some(endpoint) = &self.dynamodb_endpoint {
-            loader = loader.endpoint_url(endpoint);
-            // DynamoDB Local accepts any credentials and region, but the SDK needs some.
+        if self.dynamodb_endpoint.is_some() || self.sqs_endpoint.is_some() {
+            // Local stand-ins accept any credentials and region, but the SDK needs some.
             if std::env::var("AWS_REGION").is_err() && std::env::var("AWS_DEFAULT_REGION").is_err()
             {
                 loader = loader.region(Region::new("us-east-1"));
@@ -49,7 +55,31 @@ impl Config {
     }
 
     pub async fn dynamo_store(&self) -> DynamoStore {
-        let client = aws_sdk_dynamodb::Client::new(&self.sdk_config().await);
-        DynamoStore::new(client, &self.table)
+        self.dynamo_store_with(&self.sdk_config().await)
+    }
+
+    pub fn dynamo_store_with(&self, sdk: &SdkConfig) -> DynamoStore {
+        let mut builder = aws_sdk_dynamodb::config::Builder::from(sdk);
+        if let Some(endpoint) = &self.dynamodb_endpoint {
+            builder = builder.endpoint_url(endpoint);
+        }
+        DynamoStore::new(
+            aws_sdk_dynamodb::Client::from_conf(builder.build()),
+            &self.table,
+        )
+    }
+
+    /// The SQS import queue, when `CRM_IMPORT_QUEUE_URL` names one.
+    #[cfg(feature = "sqs")]
+    pub fn import_queue_with(&self, sdk: &SdkConfig) -> Option<crate::queue::SqsQueue> {
+        let url = self.import_queue_url.as_ref()?;
+        let mut builder = aws_sdk_sqs::config::Builder::from(sdk);
+        if let Some(endpoint) = &self.sqs_endpoint {
+            builder = builder.endpoint_url(endpoint);
+        }
+        Some(crate::queue::SqsQueue::new(
+            aws_sdk_sqs::Client::from_conf(builder.build()),
+            url,
+        ))
     }
 }

@@ -31,11 +31,25 @@ pub const BODY_LIMIT: usize = 512 * 1024;
 #[derive(Clone)]
 pub struct AppState {
     pub store: SharedStore,
+    /// Where contact imports go; `None` where imports are not configured.
+    pub queue: Option<crate::queue::SharedQueue>,
 }
 
 impl AppState {
     pub fn new(store: SharedStore) -> Self {
-        Self { store }
+        Self { store, queue: None }
+    }
+
+    pub fn with_queue(mut self, queue: crate::queue::SharedQueue) -> Self {
+        self.queue = Some(queue);
+        self
+    }
+
+    /// The import queue, or a 503 saying it is not configured.
+    pub fn import_queue(&self) -> Result<&dyn crate::queue::ImportQueue, ApiError> {
+        self.queue.as_deref().ok_or_else(|| {
+            ApiError::unavailable("contact imports are not configured here (CRM_IMPORT_QUEUE_URL)")
+        })
     }
 }
 

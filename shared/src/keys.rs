@@ -23,6 +23,8 @@
 //! | Contact phone     | phone identity (unique per workspace)  | table | `W#<ws>#PHONE`        | `<E.164>`               |
 //! | Contact e-mail    | exact e-mail, without case             | table | `W#<ws>#EMAIL`        | `<email>#<id:16>`       |
 //! | Contact name word | search by a word's first letters       | table | `W#<ws>#NAMEWORD`     | `<word>#<id:16>`        |
+//! | Import job        | by id                                  | table | `W#<ws>#IMPORT`       | `<ulid>`                |
+//! | Import chunk      | the contacts of a job, in order        | table | `W#<ws>#IMPORT#<job>` | `CHUNK#<n:4>`           |
 //!
 //! Contact ids are time-ordered, so creation order is id order and a creation
 //! window is an id range (`ids::id_range`): no creation-time index is needed.
@@ -164,6 +166,18 @@ pub fn contact_word(workspace_id: u64, word: &str, contact_id: u64) -> Key {
         contact_words(workspace_id),
         format!("{word}#{}", padded(contact_id)),
     )
+}
+
+pub fn import_job(workspace_id: u64, job_id: &str) -> Key {
+    Key::new(collection(workspace_id, "IMPORT"), job_id)
+}
+
+pub fn import_chunks(workspace_id: u64, job_id: &str) -> String {
+    collection(workspace_id, &format!("IMPORT#{job_id}"))
+}
+
+pub fn import_chunk(workspace_id: u64, job_id: &str, n: usize) -> Key {
+    Key::new(import_chunks(workspace_id, job_id), format!("CHUNK#{n:04}"))
 }
 
 /// The contact id at the end of an index item's sort key (`...#<id:16>` or `<id:16>`).

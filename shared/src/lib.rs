@@ -12,6 +12,7 @@ pub mod keys;
 pub mod lambda;
 pub mod page;
 pub mod phone;
+pub mod queue;
 pub mod record;
 pub mod store;
 pub mod text;

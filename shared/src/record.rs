@@ -176,6 +176,8 @@ impl<'a> Mutation<'a> {
         item.insert(SK.into(), key.sk.into());
         item.insert(TYPE.into(), "Unique".into());
         item.insert("owner".into(), owner.into());
+        // Who claimed it: a token id, or `import:<job>` (a redelivered import knows its own).
+        item.insert("claimedBy".into(), self.caller.token_id.clone().into());
         self.writes.push((
             Write::Put {
                 item,

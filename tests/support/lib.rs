@@ -113,6 +113,7 @@ impl TestApp {
         let config = shared::config::Config {
             table: table.clone(),
             dynamodb_endpoint: Some(endpoint),
+            ..Default::default()
         };
         let store = config.dynamo_store().await;
         store.create_table().await.expect("create the test table");
@@ -127,8 +128,9 @@ impl TestApp {
         )
         .await
         .expect("bootstrap workspace 1");
+        let queue = Arc::new(shared::queue::LocalQueue::start(store.clone()));
         Self {
-            router: crm::app(AppState::new(store.clone())),
+            router: crm::app(AppState::new(store.clone()).with_queue(queue)),
             store,
             backend,
             table,

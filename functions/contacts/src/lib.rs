@@ -11,7 +11,8 @@ use shared::domain::contacts::{
     self, ContactInput, ContactInputV1, ContactQuery, ContactV1, ContactV3, Creation, V1Query,
     WindowQuery,
 };
-use shared::http::{AppState, Body, Group, Params, PathId, Reply, created};
+use shared::domain::imports::{self, ImportJobView, ImportRequest};
+use shared::http::{AppState, Body, Group, Params, PathId, PathKey, Reply, created};
 use shared::page::{CursorPage, ListPage};
 
 pub fn group() -> Group {
@@ -20,6 +21,8 @@ pub fn group() -> Group {
         .post("/v3/contacts", create)
         .get("/v3/contacts/all", list_window)
         .post("/v3/contacts/find-or-create", find_or_create)
+        .post("/v3/contacts/import", import)
+        .get("/v3/contacts/import/{id}", import_status)
         .get("/v3/contacts/{id}", get)
         .patch("/v3/contacts/{id}", update)
         .get("/v1/contacts", list_v1)
@@ -133,5 +136,25 @@ async fn update_v1(
         contacts::update(s.store.as_ref(), &caller, id, input.try_into()?)
             .await?
             .into(),
+    ))
+}
+
+/// 201 at once with the job; the worker creates the contacts in the background.
+async fn import(
+    State(s): State<AppState>,
+    caller: Caller,
+    Body(request): Body<ImportRequest>,
+) -> Result<Response, ApiError> {
+    let job = imports::start(s.store.as_ref(), s.import_queue()?, &caller, request).await?;
+    Ok(created(ImportJobView::from(job)))
+}
+
+async fn import_status(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathKey(id): PathKey,
+) -> Reply<ImportJobView> {
+    Ok(Json(
+        imports::get(s.store.as_ref(), &caller, &id).await?.into(),
     ))
 }

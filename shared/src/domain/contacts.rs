@@ -533,8 +533,14 @@ pub enum Creation {
     FindOrCreate,
 }
 
-/// Adds a new contact and its index items to a mutation.
-fn add_contact(m: &mut Mutation<'_>, contact: &Contact) -> ApiResult<()> {
+/// Items a new contact writes besides itself and its phone sentinel.
+pub(crate) fn index_item_count(contact: &Contact) -> usize {
+    contact.index_item_keys().len()
+}
+
+/// Adds a new contact and its index items to a mutation; `count` moves the list
+/// counter for it (an import moves it once for a whole transaction).
+pub(crate) fn add_contact(m: &mut Mutation<'_>, contact: &Contact, count: bool) -> ApiResult<()> {
     let ws = contact.workspace_id;
     m.create(contact)?;
     if let Some(phone) = &contact.fields.phone {
@@ -547,7 +553,9 @@ fn add_contact(m: &mut Mutation<'_>, contact: &Contact) -> ApiResult<()> {
     for key in contact.index_item_keys() {
         m.put_item(contact.index_item(key));
     }
-    m.count(keys::counter(ws, LIST), 1);
+    if count {
+        m.count(keys::counter(ws, LIST), 1);
+    }
     if contact.fields.new_contact {
         m.count(keys::counter(ws, NEW_LIST), 1);
     }
@@ -578,7 +586,7 @@ pub async fn create(
         };
         async move {
             let mut m = Mutation::new(caller);
-            add_contact(&mut m, &contact)?;
+            add_contact(&mut m, &contact, true)?;
             m.commit(store, "contact.create", "contact", &contact.id.to_string())
                 .await?;
             Ok(contact)

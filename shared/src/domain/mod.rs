@@ -3,6 +3,7 @@
 
 pub mod audit;
 pub mod contacts;
+pub mod imports;
 pub mod tags;
 pub mod tokens;
 pub mod workspaces;
