@@ -55,8 +55,9 @@ struct Runtime {
 }
 
 async fn next(State(rt): State<Arc<Runtime>>) -> impl IntoResponse {
+    // Only the first poll is waited for (it ends the init); never block on the rest.
     if let Some(tx) = rt.polled.lock().await.as_ref() {
-        let _ = tx.send(()).await;
+        let _ = tx.try_send(());
     }
     let event = {
         let mut events = rt.events.lock().await;
@@ -170,7 +171,7 @@ async fn one_cold_start(binary: &PathBuf, event: &str, warm: usize) -> Result<Sa
         .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
         .env("AWS_LAMBDA_LOG_STREAM_NAME", "bench")
         .env("AWS_LAMBDA_LOG_GROUP_NAME", "bench")
-        .env("RUST_LOG", "warn")
+        .env("RUST_LOG", std::env::var("BENCH_FUNCTION_LOG").unwrap_or_else(|_| "warn".into()))
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .kill_on_drop(true)

@@ -1,0 +1,17 @@
+//! The import-worker Lambda: SQS events to the import worker, with partial
+//! batch responses. The store and its client are built once per cold start.
+
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
+use lambda_runtime::{Error, LambdaEvent, service_fn};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    shared::lambda::init_logs();
+    let state = shared::lambda::state().await;
+    let store = state.store;
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
+        let store = store.clone();
+        async move { Ok::<SqsBatchResponse, Error>(import_worker::handle(store.as_ref(), event.payload).await) }
+    }))
+    .await
+}
