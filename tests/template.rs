@@ -161,15 +161,34 @@ fn imports_go_through_sqs_with_a_dead_letter_queue() {
     let r = &template["Resources"];
     let event = &r["ImportWorkerFunction"]["Properties"]["Events"]["Imports"];
     assert_eq!(event["Type"].as_str(), Some("SQS"));
-    assert_eq!(event["Properties"]["FunctionResponseTypes"][0].as_str(), Some("ReportBatchItemFailures"));
-    assert_eq!(r["ImportWorkerFunction"]["Metadata"]["BuildProperties"]["Binary"].as_str(), Some("import-worker"));
+    assert_eq!(
+        event["Properties"]["FunctionResponseTypes"][0].as_str(),
+        Some("ReportBatchItemFailures")
+    );
+    assert_eq!(
+        r["ImportWorkerFunction"]["Metadata"]["BuildProperties"]["Binary"].as_str(),
+        Some("import-worker")
+    );
     let redrive = &r["ImportQueue"]["Properties"]["RedrivePolicy"];
     assert!(redrive["maxReceiveCount"].as_u64().is_some_and(|n| n > 1));
-    assert_eq!(r["ImportDeadLetterQueue"]["Type"].as_str(), Some("AWS::SQS::Queue"));
-    let visibility = r["ImportQueue"]["Properties"]["VisibilityTimeout"].as_u64().unwrap();
-    let timeout = r["ImportWorkerFunction"]["Properties"]["Timeout"].as_u64().unwrap();
-    assert!(visibility >= 6 * timeout, "visibility {visibility} < 6 x timeout {timeout}");
-    assert!(r["ContactsFunction"]["Properties"]["Environment"]["Variables"]["CRM_IMPORT_QUEUE_URL"].is_tagged_or_string());
+    assert_eq!(
+        r["ImportDeadLetterQueue"]["Type"].as_str(),
+        Some("AWS::SQS::Queue")
+    );
+    let visibility = r["ImportQueue"]["Properties"]["VisibilityTimeout"]
+        .as_u64()
+        .unwrap();
+    let timeout = r["ImportWorkerFunction"]["Properties"]["Timeout"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        visibility >= 6 * timeout,
+        "visibility {visibility} < 6 x timeout {timeout}"
+    );
+    assert!(
+        r["ContactsFunction"]["Properties"]["Environment"]["Variables"]["CRM_IMPORT_QUEUE_URL"]
+            .is_tagged_or_string()
+    );
 }
 
 trait TaggedOrString {

@@ -171,7 +171,10 @@ async fn one_cold_start(binary: &PathBuf, event: &str, warm: usize) -> Result<Sa
         .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
         .env("AWS_LAMBDA_LOG_STREAM_NAME", "bench")
         .env("AWS_LAMBDA_LOG_GROUP_NAME", "bench")
-        .env("RUST_LOG", std::env::var("BENCH_FUNCTION_LOG").unwrap_or_else(|_| "warn".into()))
+        .env(
+            "RUST_LOG",
+            std::env::var("BENCH_FUNCTION_LOG").unwrap_or_else(|_| "warn".into()),
+        )
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .kill_on_drop(true)

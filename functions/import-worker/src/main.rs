@@ -11,7 +11,11 @@ async fn main() -> Result<(), Error> {
     let store = state.store;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
         let store = store.clone();
-        async move { Ok::<SqsBatchResponse, Error>(import_worker::handle(store.as_ref(), event.payload).await) }
+        async move {
+            Ok::<SqsBatchResponse, Error>(
+                import_worker::handle(store.as_ref(), event.payload).await,
+            )
+        }
     }))
     .await
 }
