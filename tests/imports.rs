@@ -173,6 +173,7 @@ api_test! {
         let job = imports::process(app.store.as_ref(), &message).await.unwrap();
         let cost = app.metrics() - before;
         assert_eq!(job.created, 500);
+        eprintln!("worker cost of 500 contacts on {:?}: {cost:?}", app.backend);
         // 5 BatchGets of phone sentinels; about 20 items per contact-transaction item budget.
         assert_eq!(cost.batch_gets, 5, "{cost:?}");
         assert!(cost.transactions <= 40, "{cost:?}");
