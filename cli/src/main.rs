@@ -29,6 +29,9 @@ enum Command {
     Serve(Serve),
     /// Create the DynamoDB table and its indexes (CRM_TABLE, CRM_DYNAMODB_ENDPOINT).
     CreateTable,
+    /// Load organizations, contact-organization links and conversations from a
+    /// JSON-lines file into a workspace (see docs/design.md#loading-records).
+    Load(Load),
     /// Create workspace 1 and an admin token in the DynamoDB table, unless present.
     /// The token is CRM_BOOTSTRAP_TOKEN when set, otherwise random and printed once.
     Bootstrap {
@@ -51,6 +54,21 @@ struct Serve {
     #[arg(long)]
     in_memory: bool,
     /// Serve from DynamoDB instead (CRM_TABLE, CRM_DYNAMODB_ENDPOINT), e.g. DynamoDB Local.
+    #[arg(long)]
+    dynamodb: bool,
+}
+
+#[derive(Args)]
+struct Load {
+    /// The JSON-lines file (one record a line).
+    file: PathBuf,
+    /// The workspace that receives the records.
+    #[arg(long, default_value_t = 1)]
+    workspace: u64,
+    /// The embedded store's folder (stop `crm serve` on it first).
+    #[arg(long, default_value = ".crm-data", conflicts_with = "dynamodb")]
+    data: PathBuf,
+    /// Load into DynamoDB instead (CRM_TABLE, CRM_DYNAMODB_ENDPOINT).
     #[arg(long)]
     dynamodb: bool,
 }
@@ -80,6 +98,7 @@ async fn main() {
     let result = match cli.command.unwrap_or(Command::Serve(Serve::default())) {
         Command::Serve(args) => serve(args).await,
         Command::CreateTable => create_table().await,
+        Command::Load(args) => load(args).await,
         Command::Bootstrap { name } => {
             bootstrap(Arc::new(Config::from_env().dynamo_store().await), &name)
                 .await
@@ -177,5 +196,68 @@ async fn create_table() -> Result<(), String> {
         .await
         .map_err(|e| format!("creating table {}: {e}", config.table))?;
     eprintln!("Table {} is ready.", config.table);
+    Ok(())
+}
+
+async fn load(args: Load) -> Result<(), String> {
+    let text =
+        std::fs::read_to_string(&args.file).map_err(|e| format!("{}: {e}", args.file.display()))?;
+    let store: SharedStore = if args.dynamodb {
+        Arc::new(Config::from_env().dynamo_store().await)
+    } else {
+        Arc::new(
+            MemoryStore::open(&args.data, keys::GSIS)
+                .map_err(|e| format!("cannot open the store in {}: {e}", args.data.display()))?,
+        )
+    };
+    shared::record::find::<workspaces::Workspace>(
+        store.as_ref(),
+        &keys::workspace(args.workspace),
+        true,
+        "workspace",
+    )
+    .await
+    .map_err(|_| format!("workspace {} does not exist", args.workspace))?;
+    let caller = shared::auth::Caller::system(args.workspace, "load");
+
+    let lines: Vec<(usize, &str)> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .collect();
+    let progress = indicatif::ProgressBar::new(lines.len() as u64);
+    let mut loaded: std::collections::BTreeMap<&str, u64> = Default::default();
+    let mut errors = 0;
+    for (n, line) in lines {
+        let outcome = match shared::domain::relations::parse_line(line) {
+            Ok(record) => shared::domain::relations::load(store.as_ref(), &caller, record).await,
+            Err(e) => Err(e),
+        };
+        match outcome {
+            Ok(kind) => *loaded.entry(kind).or_default() += 1,
+            Err(e) => {
+                errors += 1;
+                progress.suspend(|| eprintln!("line {}: {}", n + 1, e.message));
+            }
+        }
+        progress.inc(1);
+    }
+    progress.finish_and_clear();
+    let summary: Vec<String> = loaded
+        .iter()
+        .map(|(kind, n)| format!("{n} {kind}"))
+        .collect();
+    eprintln!(
+        "Loaded into workspace {}: {}.",
+        args.workspace,
+        if summary.is_empty() {
+            "nothing".to_owned()
+        } else {
+            summary.join(", ")
+        }
+    );
+    if errors > 0 {
+        return Err(format!("{errors} line(s) refused"));
+    }
     Ok(())
 }

@@ -160,3 +160,80 @@ fn bootstraps_a_dynamodb_table() {
         "one bootstrap entry: {body}"
     );
 }
+
+/// `crm load` brings organizations and conversations into a stopped server's
+/// folder (a running one holds the folder: the load is refused), and the list
+/// filters see them after a restart.
+#[test]
+fn loads_records_from_json_lines() {
+    let dir = std::env::temp_dir().join(format!("crm-load-test-{}", std::process::id()));
+    let data = dir.to_str().unwrap();
+    let file = dir.join("records.jsonl");
+    let server = start(&["--data", data]);
+    let (status, body) = call(
+        server.port,
+        "POST",
+        "/v3/contacts",
+        Some(r#"{"name":"Ana"}"#),
+    );
+    assert_eq!(status, 201, "{body}");
+    let id = body
+        .split("\"id\":\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .to_owned();
+    std::fs::write(
+        &file,
+        format!(
+            "{}\n\n{}\n{}\n{}\n",
+            r#"{"type":"organization","id":10,"name":"Acme"}"#,
+            format_args!(r#"{{"type":"contactOrganization","contactId":{id},"organizationId":10}}"#),
+            format_args!(r#"{{"type":"conversation","id":7,"contactId":{id},"lastSession":{{"id":"s1","createdAt":"2026-11-20T10:00:00Z","segmentId":"inbox"}}}}"#),
+            r#"{"type":"organization","name":"no id"}"#,
+        ),
+    )
+    .unwrap();
+    let load = || {
+        Command::new(env!("CARGO_BIN_EXE_crm"))
+            .args(["load", file.to_str().unwrap(), "--data", data])
+            .output()
+            .unwrap()
+    };
+    let busy = load();
+    assert!(!busy.status.success());
+    assert!(
+        String::from_utf8_lossy(&busy.stderr).contains("in use"),
+        "{}",
+        String::from_utf8_lossy(&busy.stderr)
+    );
+    drop(server);
+
+    let loaded = load();
+    let stderr = String::from_utf8_lossy(&loaded.stderr);
+    assert!(!loaded.status.success(), "one line is bad: {stderr}");
+    assert!(stderr.contains("line 5: id: is required"), "{stderr}");
+    assert!(
+        stderr.contains("1 contactOrganization, 1 conversation, 1 organization"),
+        "{stderr}"
+    );
+
+    let server = start(&["--data", data]);
+    let (status, body) = call(
+        server.port,
+        "GET",
+        "/v3/contacts?organizationId=10&withOrganization=true",
+        None,
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains("\"totalCount\":1") && body.contains("\"name\":\"Acme\""),
+        "{body}"
+    );
+    let (_, body) = call(server.port, "GET", "/v3/contacts?segmentId=inbox", None);
+    assert!(body.contains("\"totalCount\":1"), "{body}");
+    drop(server);
+    std::fs::remove_dir_all(dir).unwrap();
+}

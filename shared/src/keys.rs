@@ -23,6 +23,11 @@
 //! | Contact phone     | phone identity (unique per workspace)  | table | `W#<ws>#PHONE`        | `<E.164>`               |
 //! | Contact e-mail    | exact e-mail, without case             | table | `W#<ws>#EMAIL`        | `<email>#<id:16>`       |
 //! | Contact name word | search by a word's first letters       | table | `W#<ws>#NAMEWORD`     | `<word>#<id:16>`        |
+//! | Organization      | by id                                  | table | `W#<ws>#ORG`          | `<id:16>`               |
+//! | Organization link | the contacts of an organization        | table | `W#<ws>#ORG#<org>`    | `<contact:16>`          |
+//! | Conversation      | by id                                  | table | `W#<ws>#CONVERSATION` | `<id:16>`               |
+//! | Last session      | contacts by last-session time          | table | `W#<ws>#LASTSESSION`  | `<time>#<contact:16>#<conversation:16>` |
+//! | Last session      | the same, in one segment               | table | `W#<ws>#SEGMENT#<seg>`| `<time>#<contact:16>#<conversation:16>` |
 //! | Import job        | by id                                  | table | `W#<ws>#IMPORT`       | `<ulid>`                |
 //! | Import chunk      | the contacts of a job, in order        | table | `W#<ws>#IMPORT#<job>` | `CHUNK#<n:4>`           |
 //!
@@ -166,6 +171,48 @@ pub fn contact_word(workspace_id: u64, word: &str, contact_id: u64) -> Key {
         contact_words(workspace_id),
         format!("{word}#{}", padded(contact_id)),
     )
+}
+
+pub fn organization(workspace_id: u64, organization_id: u64) -> Key {
+    Key::new(collection(workspace_id, "ORG"), padded(organization_id))
+}
+
+pub fn organization_contacts(workspace_id: u64, organization_id: u64) -> String {
+    collection(workspace_id, &format!("ORG#{organization_id}"))
+}
+
+pub fn organization_contact(workspace_id: u64, organization_id: u64, contact_id: u64) -> Key {
+    Key::new(
+        organization_contacts(workspace_id, organization_id),
+        padded(contact_id),
+    )
+}
+
+pub fn conversation(workspace_id: u64, conversation_id: u64) -> Key {
+    Key::new(
+        collection(workspace_id, "CONVERSATION"),
+        padded(conversation_id),
+    )
+}
+
+pub fn last_sessions(workspace_id: u64) -> String {
+    collection(workspace_id, "LASTSESSION")
+}
+
+pub fn segment_sessions(workspace_id: u64, segment_id: &str) -> String {
+    collection(workspace_id, &format!("SEGMENT#{segment_id}"))
+}
+
+/// `<time>#<contact:16>#<conversation:16>`: by time, then contact.
+pub fn last_session_sort(time: &str, contact_id: u64, conversation_id: u64) -> String {
+    format!("{time}#{}#{}", padded(contact_id), padded(conversation_id))
+}
+
+/// The contact id of a last-session sort key.
+pub fn last_session_contact(sk: &str) -> Option<u64> {
+    let mut parts = sk.rsplit('#');
+    parts.next()?;
+    parts.next()?.parse().ok()
 }
 
 pub fn import_job(workspace_id: u64, job_id: &str) -> Key {

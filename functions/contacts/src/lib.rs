@@ -8,8 +8,8 @@ use axum::response::{IntoResponse, Response};
 use shared::ApiError;
 use shared::auth::Caller;
 use shared::domain::contacts::{
-    self, ContactInput, ContactInputV1, ContactQuery, ContactV1, ContactV3, Creation, V1Query,
-    WindowQuery,
+    self, ContactInput, ContactInputV1, ContactListItem, ContactQuery, ContactV1, ContactV3,
+    Creation, V1Query, WindowQuery,
 };
 use shared::domain::imports::{self, ImportJobView, ImportRequest};
 use shared::http::{AppState, Body, Group, Params, PathId, PathKey, Reply, created};
@@ -35,11 +35,9 @@ async fn list(
     State(s): State<AppState>,
     caller: Caller,
     Params(q): Params<ContactQuery>,
-) -> Reply<ListPage<ContactV3>> {
+) -> Reply<ListPage<ContactListItem>> {
     Ok(Json(
-        contacts::list(s.store.as_ref(), &caller, q)
-            .await?
-            .map(ContactV3::from),
+        contacts::list_items(s.store.as_ref(), &caller, q).await?,
     ))
 }
 

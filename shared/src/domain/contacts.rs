@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 use validator::Validate;
 
 use crate::auth::Caller;
+use crate::domain::relations;
 use crate::error::{ApiError, ApiResult};
 use crate::ids::{self, Timestamp};
 use crate::keys;
@@ -151,6 +152,12 @@ pub struct Contact {
     #[serde(flatten)]
     pub stamps: Stamps,
     pub version: u64,
+    /// Organizations linked by `crm load` (not a field of the spec's record; a
+    /// listing with `withOrganization=true` shows them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub organization_ids: Vec<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub main_organization_id: Option<u64>,
 }
 
 impl Record for Contact {
@@ -217,6 +224,43 @@ impl From<Contact> for ContactV3 {
             stamps: c.stamps,
         }
     }
+}
+
+/// A contact of a `/v3` listing. With `withOrganization=true` it also carries its
+/// main organization (`null` when it has none) and `organizationsCount`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContactListItem {
+    #[serde(flatten)]
+    pub contact: ContactV3,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub organization: Option<Option<relations::OrganizationView>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub organizations_count: Option<usize>,
+}
+
+/// `GET /v3/contacts` as the API answers it: [`list`], plus the organizations
+/// of the page when asked (one BatchGetItem).
+pub async fn list_items(
+    store: &dyn Store,
+    caller: &Caller,
+    q: ContactQuery,
+) -> ApiResult<ListPage<ContactListItem>> {
+    let with_organization = q.with_organization == Some(true);
+    let page = list(store, caller, q).await?;
+    let organizations = if with_organization {
+        relations::organizations_of(store, &page.data).await?
+    } else {
+        HashMap::new()
+    };
+    Ok(page.map(|c| ContactListItem {
+        organization: with_organization.then(|| {
+            c.main_organization_id
+                .and_then(|id| organizations.get(&id).cloned())
+        }),
+        organizations_count: with_organization.then_some(c.organization_ids.len()),
+        contact: c.into(),
+    }))
 }
 
 /// The `/v1` Contact: the spec's public fields, custom fields as `{ value }`.
@@ -583,6 +627,8 @@ pub async fn create(
             fields: fields.clone(),
             stamps: Stamps::new(),
             version: 1,
+            organization_ids: Vec::new(),
+            main_organization_id: None,
         };
         async move {
             let mut m = Mutation::new(caller);
@@ -796,14 +842,24 @@ pub struct ContactQuery {
     #[validate(length(min = 1, max = 128))]
     pub search: Option<String>,
     pub new_contact: Option<bool>,
+    #[validate(length(min = 1, max = 32))]
+    pub organization_id: Option<String>,
+    #[validate(length(min = 1, max = 128))]
+    pub segment_id: Option<String>,
+    pub session_created_at_from: Option<String>,
+    pub session_created_at_to: Option<String>,
+    pub with_organization: Option<bool>,
     pub sort_field: Option<SortField>,
     pub sort_order: Option<SortOrder>,
     pub limit: Option<u64>,
     pub offset: Option<u64>,
 }
 
-/// `GET /v3/contacts`. The narrowest path answers: a search, then an exact
-/// e-mail, then the new-contact index, then the whole list in the order asked.
+/// `GET /v3/contacts`. Each filter (`emailExact`, `organizationId`, `segmentId`
+/// with `sessionCreatedAtFrom/To`) reads its own index into a set of contact ids;
+/// the sets meet, and a page of them is read. `search` reads its index and keeps
+/// what the other filters allow. With no filter, `newContact=true` reads its
+/// index and the rest reads the list in the order asked.
 pub async fn list(
     store: &dyn Store,
     caller: &Caller,
@@ -815,33 +871,61 @@ pub async fn list(
     let only_new = q.new_contact == Some(true);
     let ws = caller.workspace_id;
 
+    let mut sets: Vec<Vec<u64>> = Vec::new();
+    if let Some(email) = q.email_exact.as_deref() {
+        sets.push(email_ids(store, ws, email).await?);
+    }
+    if let Some(org) = q.organization_id.as_deref() {
+        let org = relations::parse_organization_id(org)?;
+        sets.push(relations::contacts_of_organization(store, ws, org).await?);
+    }
+    let session_from = q
+        .session_created_at_from
+        .as_deref()
+        .map(|t| parse_time("sessionCreatedAtFrom", t))
+        .transpose()?;
+    let session_to = q
+        .session_created_at_to
+        .as_deref()
+        .map(|t| parse_time("sessionCreatedAtTo", t))
+        .transpose()?;
+    if let (Some(from), Some(to)) = (session_from, session_to)
+        && to < from
+    {
+        return Err(ApiError::field(
+            "sessionCreatedAtTo",
+            "must not be before sessionCreatedAtFrom",
+        ));
+    }
+    if q.segment_id.is_some() || session_from.is_some() || session_to.is_some() {
+        sets.push(
+            relations::contacts_by_last_session(
+                store,
+                ws,
+                q.segment_id.as_deref(),
+                session_from,
+                session_to,
+            )
+            .await?,
+        );
+    }
+    let allowed = intersect(sets);
+
     if let Some(term) = q.search.as_deref() {
-        let data = search(store, caller, term, only_new, paging).await?;
+        let keep = |c: &Contact| {
+            (!only_new || c.fields.new_contact)
+                && allowed
+                    .as_ref()
+                    .is_none_or(|a| a.binary_search(&c.id).is_ok())
+        };
+        let data = search(store, caller, term, &keep, paging).await?;
         return Ok(ListPage {
             total_count: None,
             data,
         });
     }
-    if let Some(email) = q.email_exact.as_deref() {
-        let query = Query::new(
-            Index::TABLE,
-            keys::contact_emails(ws),
-            SkRange::Prefix(keys::contact_email_prefix(&email.trim().to_lowercase())),
-        );
-        let ids = ids_of(&read_up_to(store, query, MAX_WINDOW as usize).await?);
-        let mut matches = load(store, ws, &ids).await?;
-        matches.retain(|c| !only_new || c.fields.new_contact);
-        sort_contacts(&mut matches, sort, forward);
-        let total = matches.len() as u64;
-        let data = matches
-            .into_iter()
-            .skip(paging.offset as usize)
-            .take(paging.limit as usize)
-            .collect();
-        return Ok(ListPage {
-            total_count: Some(total),
-            data,
-        });
+    if let Some(ids) = allowed {
+        return page_of_ids(store, ws, ids, sort, forward, only_new, paging).await;
     }
     if only_new {
         if sort == SortField::Name {
@@ -874,6 +958,67 @@ pub async fn list(
     counted_page(store, query, paging, keys::counter(ws, LIST)).await
 }
 
+/// The contacts with this e-mail (without case), ascending.
+async fn email_ids(store: &dyn Store, ws: u64, email: &str) -> ApiResult<Vec<u64>> {
+    let query = Query {
+        keys_only: true,
+        ..Query::new(
+            Index::TABLE,
+            keys::contact_emails(ws),
+            SkRange::Prefix(keys::contact_email_prefix(&email.trim().to_lowercase())),
+        )
+    };
+    Ok(ids_of(
+        &read_up_to(store, query, MAX_WINDOW as usize).await?,
+    ))
+}
+
+/// The ids in every set (each ascending), or `None` when no filter made a set.
+fn intersect(sets: Vec<Vec<u64>>) -> Option<Vec<u64>> {
+    let mut sets = sets.into_iter();
+    let mut result = sets.next()?;
+    for set in sets {
+        result.retain(|id| set.binary_search(id).is_ok());
+    }
+    result.sort_unstable();
+    result.dedup();
+    Some(result)
+}
+
+/// A page of a set of contact ids. In creation order (id order) only the page
+/// is read; sorting by name or filtering new contacts reads the set.
+async fn page_of_ids(
+    store: &dyn Store,
+    ws: u64,
+    mut ids: Vec<u64>,
+    sort: SortField,
+    forward: bool,
+    only_new: bool,
+    paging: Paging,
+) -> ApiResult<ListPage<Contact>> {
+    let (offset, limit) = (paging.offset as usize, paging.limit as usize);
+    if only_new || sort == SortField::Name {
+        let mut all = load(store, ws, &ids).await?;
+        all.retain(|c| !only_new || c.fields.new_contact);
+        sort_contacts(&mut all, sort, forward);
+        let total = all.len() as u64;
+        let data = all.into_iter().skip(offset).take(limit).collect();
+        return Ok(ListPage {
+            total_count: Some(total),
+            data,
+        });
+    }
+    if !forward {
+        ids.reverse();
+    }
+    let total = ids.len() as u64;
+    let page: Vec<u64> = ids.into_iter().skip(offset).take(limit).collect();
+    Ok(ListPage {
+        total_count: Some(total),
+        data: load(store, ws, &page).await?,
+    })
+}
+
 fn sort_contacts(contacts: &mut [Contact], sort: SortField, forward: bool) {
     match sort {
         SortField::Name => contacts
@@ -892,14 +1037,13 @@ async fn search(
     store: &dyn Store,
     caller: &Caller,
     term: &str,
-    only_new: bool,
+    keep: &(dyn Fn(&Contact) -> bool + Sync),
     paging: Paging,
 ) -> ApiResult<Vec<Contact>> {
     let ws = caller.workspace_id;
     let term = term.trim();
-    let keep = |c: &Contact| !only_new || c.fields.new_contact;
     let page = |mut found: Vec<Contact>| -> Vec<Contact> {
-        found.retain(keep);
+        found.retain(|c| keep(c));
         found
             .into_iter()
             .skip(paging.offset as usize)
@@ -908,12 +1052,7 @@ async fn search(
     };
 
     if term.contains('@') {
-        let query = Query::new(
-            Index::TABLE,
-            keys::contact_emails(ws),
-            SkRange::Prefix(keys::contact_email_prefix(&term.to_lowercase())),
-        );
-        let ids = ids_of(&read_up_to(store, query, MAX_WINDOW as usize).await?);
+        let ids = email_ids(store, ws, term).await?;
         return Ok(page(load(store, ws, &ids).await?));
     }
     if term

@@ -384,6 +384,8 @@ fn new_contact(workspace_id: u64, p: Pending) -> Contact {
         },
         stamps: Stamps::new(),
         version: 1,
+        organization_ids: Vec::new(),
+        main_organization_id: None,
     }
 }
 

@@ -4,6 +4,7 @@
 pub mod audit;
 pub mod contacts;
 pub mod imports;
+pub mod relations;
 pub mod tags;
 pub mod tokens;
 pub mod workspaces;

@@ -33,6 +33,8 @@ struct State {
     /// One map per secondary index: (index pk, index sk, pk, sk).
     indexes: Vec<BTreeMap<IndexKey, ()>>,
     log: Option<BufWriter<File>>,
+    /// Held for the life of the store: one process per folder.
+    _lock: Option<File>,
 }
 
 pub struct MemoryStore {
@@ -51,19 +53,29 @@ impl MemoryStore {
                 items: BTreeMap::new(),
                 indexes: vec![BTreeMap::new(); indexes.len()],
                 log: None,
+                _lock: None,
             }),
             index_defs: indexes.to_vec(),
             metrics: Metrics::default(),
         }
     }
 
-    /// A store kept in `dir`, created when missing.
+    /// A store kept in `dir`, created when missing. One process at a time: a
+    /// second one (a `crm load` beside a running `crm serve`) is refused.
     pub fn open(dir: &Path, indexes: &[Index]) -> std::io::Result<Self> {
         std::fs::create_dir_all(dir)?;
+        let lock = File::create(dir.join("crm-store.lock"))?;
+        if lock.try_lock().is_err() {
+            return Err(std::io::Error::other(format!(
+                "{} is in use by another process (a running `crm serve`?)",
+                dir.display()
+            )));
+        }
         let path = dir.join(LOG_FILE);
         let store = Self::in_memory(indexes);
         {
             let mut state = store.lock();
+            state._lock = Some(lock);
             if path.exists() {
                 for (n, line) in BufReader::new(File::open(&path)?).lines().enumerate() {
                     let line = line?;
