@@ -165,6 +165,9 @@ api_test! {
         let mut found = s.batch_get(&keys).await.unwrap();
         found.sort_by(|a, b| a["sk"].as_str().cmp(&b["sk"].as_str()));
         assert_eq!(sks(&found), ["1", "2"]);
+        // DynamoDB refuses a key named twice; so does the embedded store.
+        let twice = [Key::new("T#b", "1"), Key::new("T#b", "1")];
+        assert!(s.batch_get(&twice).await.is_err());
     }
 }
 

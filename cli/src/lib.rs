@@ -8,6 +8,8 @@ pub fn groups() -> Vec<Group> {
     vec![
         tags::group(),
         contacts::group(),
+        deals::group(),
+        products::group(),
         api_tokens::group(),
         workspaces::group(),
         audit::group(),

@@ -28,6 +28,9 @@
 //! | Conversation      | by id                                  | table | `W#<ws>#CONVERSATION` | `<id:16>`               |
 //! | Last session      | contacts by last-session time          | table | `W#<ws>#LASTSESSION`  | `<time>#<contact:16>#<conversation:16>` |
 //! | Last session      | the same, in one segment               | table | `W#<ws>#SEGMENT#<seg>`| `<time>#<contact:16>#<conversation:16>` |
+//! | Product           | by id; list in id order                | table | `W#<ws>#PRODUCT`      | `<id:16>`               |
+//! | Deal              | by id; list or window by creation      | table | `W#<ws>#DEAL`         | `<id:16>`               |
+//! | Deal index        | by stage, status, operator, pipeline, contact, tag, product (with a digest) | table | `W#<ws>#DEAL#<KIND>#<value>` | `<id:16>` |
 //! | Import job        | by id                                  | table | `W#<ws>#IMPORT`       | `<ulid>`                |
 //! | Import chunk      | the contacts of a job, in order        | table | `W#<ws>#IMPORT#<job>` | `CHUNK#<n:4>`           |
 //!
@@ -213,6 +216,27 @@ pub fn last_session_contact(sk: &str) -> Option<u64> {
     let mut parts = sk.rsplit('#');
     parts.next()?;
     parts.next()?.parse().ok()
+}
+
+pub fn product(workspace_id: u64, product_id: u64) -> Key {
+    Key::new(products(workspace_id), padded(product_id))
+}
+
+pub fn products(workspace_id: u64) -> String {
+    collection(workspace_id, "PRODUCT")
+}
+
+pub fn deal(workspace_id: u64, deal_id: u64) -> Key {
+    Key::new(deals(workspace_id), padded(deal_id))
+}
+
+pub fn deals(workspace_id: u64) -> String {
+    collection(workspace_id, "DEAL")
+}
+
+/// The deals of one stage, status, operator, pipeline, contact, tag or product.
+pub fn deals_by(workspace_id: u64, kind: &str, value: &str) -> String {
+    collection(workspace_id, &format!("DEAL#{kind}#{value}"))
 }
 
 pub fn import_job(workspace_id: u64, job_id: &str) -> Key {

@@ -121,6 +121,11 @@ impl TestApp {
     }
 
     async fn with_store(store: SharedStore, backend: Backend, table: Option<String>) -> Self {
+        // Logs (a 500's cause among them) go to the test's output, shown when it fails.
+        let _ = tracing_subscriber::fmt()
+            .with_test_writer()
+            .with_env_filter("warn")
+            .try_init();
         workspaces::bootstrap(
             store.as_ref(),
             "Test workspace",

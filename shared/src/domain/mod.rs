@@ -3,7 +3,9 @@
 
 pub mod audit;
 pub mod contacts;
+pub mod deals;
 pub mod imports;
+pub mod products;
 pub mod relations;
 pub mod tags;
 pub mod tokens;

@@ -1,5 +1,5 @@
 //! Records this API reads but does not create: organizations (linked to
-//! contacts) and conversations (with their last session). An operator loads them
+//! contacts), conversations (with their last session) and catalog products. An operator loads them
 //! with `crm load` (JSON lines, through [`load`]); the contact list filters on them
 //! (`organizationId`, `segmentId`, `sessionCreatedAtFrom/To`) and shows them
 //! (`withOrganization`).
@@ -140,6 +140,8 @@ pub enum LoadLine {
     ContactOrganization(LinkLine),
     /// `{"type":"conversation","id":5,"contactId":1,"lastSession":{"id":"s1","createdAt":"...","segmentId":"inbox"}}`
     Conversation(ConversationLine),
+    /// `{"type":"product","id":3,"name":"Plan","price":99.9,"description":"..."}`
+    Product(crate::domain::products::ProductLine),
 }
 
 #[derive(Debug, Deserialize, Validate)]
@@ -184,6 +186,7 @@ pub fn parse_line(text: &str) -> ApiResult<LoadLine> {
         LoadLine::Organization(l) => l.validate(),
         LoadLine::ContactOrganization(l) => l.validate(),
         LoadLine::Conversation(l) => l.validate(),
+        LoadLine::Product(l) => l.validate(),
     };
     checked.map_err(crate::http::validation_error)?;
     Ok(line)
@@ -255,6 +258,10 @@ pub async fn load(store: &dyn Store, caller: &Caller, line: LoadLine) -> ApiResu
             )
             .await?;
             Ok("contactOrganization")
+        }
+        LoadLine::Product(l) => {
+            crate::domain::products::load(store, caller, l).await?;
+            Ok("product")
         }
         LoadLine::Conversation(l) => {
             record::find::<Contact>(store, &keys::contact(ws, l.contact_id), true, "contact")

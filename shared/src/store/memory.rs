@@ -211,6 +211,10 @@ impl Store for MemoryStore {
                 keys.len()
             )));
         }
+        // DynamoDB refuses a batch that names one key twice.
+        if keys.iter().collect::<std::collections::HashSet<_>>().len() != keys.len() {
+            return Err(StoreError::Invalid("batch get with duplicate keys".into()));
+        }
         let state = self.lock();
         Metrics::count(&self.metrics.batch_gets, 1);
         let items: Vec<Item> = keys

@@ -1,0 +1,62 @@
+//! The deals group: `/v3/deals`, with filters in flat and nested forms.
+
+use axum::Json;
+use axum::extract::{RawQuery, State};
+use axum::response::Response;
+use shared::ApiError;
+use shared::auth::Caller;
+use shared::domain::deals::{self, DealInput, DealView};
+use shared::http::{AppState, Body, Group, PathId, PathKey, Reply, created};
+use shared::page::ListPage;
+
+pub fn group() -> Group {
+    Group::new("deals")
+        .get("/v3/deals", list)
+        .post("/v3/deals", create)
+        .get("/v3/deals/{id}", get)
+        .patch("/v3/deals/{id}", update)
+}
+
+async fn list(
+    State(s): State<AppState>,
+    caller: Caller,
+    RawQuery(query): RawQuery,
+) -> Reply<ListPage<DealView>> {
+    let q = deals::parse_query(query.as_deref().unwrap_or(""))?;
+    Ok(Json(
+        deals::list(s.store.as_ref(), &caller, q)
+            .await?
+            .map(DealView::from),
+    ))
+}
+
+async fn create(
+    State(s): State<AppState>,
+    caller: Caller,
+    Body(input): Body<DealInput>,
+) -> Result<Response, ApiError> {
+    Ok(created(DealView::from(
+        deals::create(s.store.as_ref(), &caller, input).await?,
+    )))
+}
+
+async fn get(State(s): State<AppState>, caller: Caller, PathId(id): PathId) -> Reply<DealView> {
+    Ok(Json(
+        deals::get(s.store.as_ref(), &caller, id).await?.into(),
+    ))
+}
+
+/// The spec types this path id as a string: one that is not a deal id is not found.
+async fn update(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathKey(id): PathKey,
+    Body(input): Body<DealInput>,
+) -> Reply<DealView> {
+    let id = id.parse::<u64>().map_err(|_| ApiError::not_found("deal"))?;
+    Ok(Json(
+        deals::update(s.store.as_ref(), &caller, id, input)
+            .await?
+            .into(),
+    ))
+}

@@ -1,0 +1,47 @@
+//! The products group: the spec's `PATCH /v3/products/{id}`, and the catalog
+//! (`GET /v3/products`, `GET /v3/products/{id}`) as extensions.
+
+use axum::Json;
+use axum::extract::State;
+use shared::auth::Caller;
+use shared::domain::products::{self, PatchProduct, ProductView};
+use shared::http::{AppState, Body, Group, Params, PathId, Reply};
+use shared::page::{ListPage, OffsetQuery};
+
+pub fn group() -> Group {
+    Group::new("products")
+        .get("/v3/products", list)
+        .get("/v3/products/{id}", get)
+        .patch("/v3/products/{id}", update)
+}
+
+async fn list(
+    State(s): State<AppState>,
+    caller: Caller,
+    Params(q): Params<OffsetQuery>,
+) -> Reply<ListPage<ProductView>> {
+    Ok(Json(
+        products::list(s.store.as_ref(), &caller, q.paging()?)
+            .await?
+            .map(ProductView::from),
+    ))
+}
+
+async fn get(State(s): State<AppState>, caller: Caller, PathId(id): PathId) -> Reply<ProductView> {
+    Ok(Json(
+        products::get(s.store.as_ref(), &caller, id).await?.into(),
+    ))
+}
+
+async fn update(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathId(id): PathId,
+    Body(patch): Body<PatchProduct>,
+) -> Reply<ProductView> {
+    Ok(Json(
+        products::update(s.store.as_ref(), &caller, id, patch)
+            .await?
+            .into(),
+    ))
+}

@@ -1,0 +1,228 @@
+//! Products: the catalog of a workspace. The spec has only `PATCH
+//! /v3/products/{id}`; products come in with `crm load`, and `GET /v3/products`
+//! and `GET /v3/products/{id}` (extensions) show what a client patches. Deals
+//! carry catalog products, and the deal list's `productIds` filter finds them.
+
+use serde::{Deserialize, Serialize};
+use validator::Validate;
+
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::keys;
+use crate::page::{ListPage, Paging, counted_page};
+use crate::record::{self, Mutation, Record, Stamps};
+use crate::store::{Index, Key, Query, SkRange, Store};
+use crate::validate::nullable;
+
+pub const LIST: &str = "PRODUCT";
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Product {
+    pub id: u64,
+    pub workspace_id: u64,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub price: f64,
+    #[serde(default, rename = "_id", skip_serializing_if = "Option::is_none")]
+    pub legacy_id: Option<String>,
+    #[serde(flatten)]
+    pub stamps: Stamps,
+    pub version: u64,
+}
+
+impl Record for Product {
+    const TYPE: &'static str = "Product";
+    fn key(&self) -> Key {
+        keys::product(self.workspace_id, self.id)
+    }
+}
+
+/// The spec's Product. `description` is `""` when none was given, so the update
+/// response always has the members the spec marks required.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProductView {
+    pub id: String,
+    #[serde(rename = "_id", skip_serializing_if = "Option::is_none")]
+    pub legacy_id: Option<String>,
+    pub name: String,
+    pub description: String,
+    pub price: f64,
+    pub workspace_id: u64,
+    #[serde(flatten)]
+    pub stamps: Stamps,
+}
+
+impl From<Product> for ProductView {
+    fn from(p: Product) -> Self {
+        Self {
+            id: p.id.to_string(),
+            legacy_id: p.legacy_id,
+            name: p.name,
+            description: p.description.unwrap_or_default(),
+            price: p.price,
+            workspace_id: p.workspace_id,
+            stamps: p.stamps,
+        }
+    }
+}
+
+/// `PATCH /v3/products/{id}`: `_id`, `name`, `description`, `price`, all optional.
+#[derive(Debug, Default, Deserialize, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PatchProduct {
+    #[serde(default, rename = "_id", deserialize_with = "nullable")]
+    #[validate(length(max = 128))]
+    pub legacy_id: Option<Option<String>>,
+    #[serde(default, deserialize_with = "crate::validate::present")]
+    #[validate(
+        length(min = 1, max = 128),
+        custom(function = "crate::validate::not_blank")
+    )]
+    pub name: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[validate(length(max = 2000))]
+    pub description: Option<Option<String>>,
+    #[serde(default, deserialize_with = "crate::validate::present")]
+    #[validate(range(min = 0.0, max = 1e12))]
+    pub price: Option<f64>,
+}
+
+/// A `product` line of `crm load`.
+#[derive(Debug, Deserialize, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ProductLine {
+    #[validate(range(min = 1, max = 9007199254740991u64))]
+    pub id: u64,
+    #[validate(length(min = 1, max = 128))]
+    pub name: String,
+    #[validate(length(max = 2000))]
+    pub description: Option<String>,
+    #[validate(range(min = 0.0, max = 1e12))]
+    pub price: f64,
+}
+
+pub async fn get(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<Product> {
+    record::find(
+        store,
+        &keys::product(caller.workspace_id, id),
+        false,
+        "product",
+    )
+    .await
+}
+
+pub async fn list(
+    store: &dyn Store,
+    caller: &Caller,
+    paging: Paging,
+) -> ApiResult<ListPage<Product>> {
+    let query = Query::new(
+        Index::TABLE,
+        keys::products(caller.workspace_id),
+        SkRange::All,
+    );
+    counted_page(
+        store,
+        query,
+        paging,
+        keys::counter(caller.workspace_id, LIST),
+    )
+    .await
+}
+
+pub async fn update(
+    store: &dyn Store,
+    caller: &Caller,
+    id: u64,
+    patch: PatchProduct,
+) -> ApiResult<Product> {
+    let current: Product = record::find(
+        store,
+        &keys::product(caller.workspace_id, id),
+        true,
+        "product",
+    )
+    .await?;
+    let mut product = current.clone();
+    if let Some(legacy_id) = patch.legacy_id {
+        product.legacy_id = legacy_id;
+    }
+    if let Some(name) = patch.name {
+        product.name = name.trim().to_owned();
+    }
+    if let Some(description) = patch.description {
+        product.description = description;
+    }
+    if let Some(price) = patch.price {
+        product.price = price;
+    }
+    if product == current {
+        return Ok(current);
+    }
+    product.stamps.touch();
+    product.version = current.version + 1;
+    let mut m = Mutation::new(caller);
+    m.replace(&product, current.version)?;
+    m.commit(store, "product.update", "product", &id.to_string())
+        .await?;
+    Ok(product)
+}
+
+/// Loads one catalog product (creates it, or replaces it when it changed).
+pub async fn load(store: &dyn Store, caller: &Caller, line: ProductLine) -> ApiResult<()> {
+    let current: Option<Product> =
+        record::get(store, &keys::product(caller.workspace_id, line.id), true).await?;
+    let mut product = current.clone().unwrap_or(Product {
+        id: line.id,
+        workspace_id: caller.workspace_id,
+        name: String::new(),
+        description: None,
+        price: 0.0,
+        legacy_id: None,
+        stamps: Stamps::new(),
+        version: 1,
+    });
+    product.name = line.name.trim().to_owned();
+    product.description = line.description;
+    product.price = line.price;
+    let mut m = Mutation::new(caller);
+    match &current {
+        Some(c) if *c == product => return Ok(()),
+        Some(c) => {
+            product.stamps.touch();
+            product.version = c.version + 1;
+            m.replace(&product, c.version)?;
+        }
+        None => {
+            m.create(&product)?
+                .count(keys::counter(caller.workspace_id, LIST), 1);
+        }
+    }
+    m.commit(store, "product.load", "product", &line.id.to_string())
+        .await?;
+    Ok(())
+}
+
+/// The catalog products of these ids, or a 404 naming the first unknown one.
+pub async fn require(store: &dyn Store, workspace_id: u64, ids: &[u64]) -> ApiResult<Vec<Product>> {
+    let mut unique = ids.to_vec();
+    unique.sort_unstable();
+    unique.dedup();
+    let mut found = Vec::new();
+    for chunk in unique.chunks(crate::store::MAX_BATCH_GET) {
+        let keys: Vec<Key> = chunk
+            .iter()
+            .map(|&id| keys::product(workspace_id, id))
+            .collect();
+        for item in store.batch_get(&keys).await? {
+            found.push(record::from_item::<Product>(item)?);
+        }
+    }
+    if let Some(missing) = ids.iter().find(|id| !found.iter().any(|p| p.id == **id)) {
+        return Err(ApiError::not_found(&format!("product {missing}")));
+    }
+    Ok(found)
+}

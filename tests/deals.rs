@@ -1,0 +1,357 @@
+//! Deals (`/v3/deals`) and products (`/v3/products`): the required fields of a
+//! create, honest derived fields (won/lost date, lost reasons, stage time),
+//! visibility, every filter in flat and nested forms, pages, and tenancy through
+//! `contactId` and `productIds`.
+
+use api_tests::serde_json::{Value, json};
+use api_tests::{TestApp, api_test};
+use shared::auth::Caller;
+use shared::domain::relations;
+
+async fn load(app: &TestApp, workspace: u64, line: Value) {
+    let record = relations::parse_line(&line.to_string()).unwrap();
+    relations::load(
+        app.store.as_ref(),
+        &Caller::system(workspace, "test"),
+        record,
+    )
+    .await
+    .unwrap();
+}
+
+async fn a_contact(app: &TestApp) -> u64 {
+    let c = app
+        .post(
+            "/v3/contacts",
+            json!({ "name": "Buyer", "phone": "11987654321" }),
+        )
+        .await
+        .expect(201);
+    c["id"].as_str().unwrap().parse().unwrap()
+}
+
+/// A valid create body, changed by `overrides`.
+fn body(contact: u64, overrides: Value) -> Value {
+    let mut body = json!({
+        "name": "Deal", "value": 1000, "status": "open", "contactId": contact, "operatorId": 7, "groupId": 3,
+        "pipelineId": "p1", "stageId": "s1", "origin": "site", "tagIds": [1]
+    });
+    for (k, v) in overrides.as_object().unwrap() {
+        if v.is_null() {
+            body.as_object_mut().unwrap().remove(k);
+        } else {
+            body[k] = v.clone();
+        }
+    }
+    body
+}
+
+const OWNER: &str = "roleId=1&isOwner=true&userId=7";
+
+fn ids(page: &Value) -> Vec<String> {
+    page["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+api_test! {
+    /// POST /v3/deals: 201 with the deal; the contact is a snapshot of the contact record.
+    async fn creates_a_deal(app) {
+        let contact = a_contact(&app).await;
+        let deal = app.post("/v3/deals", body(contact, json!({ "authorType": "bot", "context": { "automationId": "a1" } }))).await.expect(201);
+        assert!(deal["id"].as_str().unwrap().parse::<u64>().is_ok());
+        assert_eq!(deal["workspaceId"], 1);
+        assert_eq!(deal["contact"]["id"], json!(contact));
+        assert_eq!(deal["contact"]["phone"], "+5511987654321");
+        assert_eq!((deal["status"].clone(), deal["value"].clone()), (json!("open"), json!(1000.0)));
+        assert!(deal.get("wonLostDate").is_none());
+        assert_eq!(deal["timeInStage"], json!({}));
+        assert!(deal["lastStageChanged"].is_string() && deal["createdAt"].is_string() && deal["lastUpdateAt"].is_string());
+        let read = app.get(&format!("/v3/deals/{}", deal["id"].as_str().unwrap())).await.expect(200);
+        assert_eq!(read, deal);
+        // contact.id works as well as contactId.
+        let with_object = app.post("/v3/deals", body(contact, json!({ "contactId": null, "contact": { "id": contact, "name": "ignored" } }))).await.expect(201);
+        assert_eq!(with_object["contact"]["name"], "Buyer");
+    }
+}
+
+api_test! {
+    /// Every required field of the spec, and the types and enums.
+    async fn validates_the_create_body(app) {
+        let contact = a_contact(&app).await;
+        for field in ["name", "value", "status", "operatorId", "groupId", "pipelineId", "stageId", "origin", "tagIds"] {
+            app.post("/v3/deals", body(contact, json!({ field: null }))).await.expect_field_error(field);
+        }
+        app.post("/v3/deals", body(contact, json!({ "contactId": null }))).await.expect_field_error("contact");
+        app.post("/v3/deals", body(contact, json!({ "status": "pending" }))).await.expect_field_error("status");
+        app.post("/v3/deals", body(contact, json!({ "value": "1000" }))).await.expect_field_error("value");
+        app.post("/v3/deals", body(contact, json!({ "authorType": "alien" }))).await.expect_field_error("authorType");
+        app.post("/v3/deals", body(contact, json!({ "workspaceId": 2 }))).await.expect_field_error("workspaceId");
+        app.post("/v3/deals", body(contact, json!({ "timeInStage": {} }))).await.expect_field_error("timeInStage");
+        app.post("/v3/deals", body(contact, json!({ "contactId": 99 }))).await.expect_error(404);
+        assert_eq!(app.get(&format!("/v3/deals?{OWNER}")).await.expect(200)["totalCount"], 0);
+    }
+}
+
+api_test! {
+    /// Deal products are catalog products; total is computed when absent.
+    async fn computes_product_totals(app) {
+        let contact = a_contact(&app).await;
+        load(&app, 1, json!({ "type": "product", "id": 5, "name": "Seat", "price": 100 })).await;
+        let products = json!([
+            { "id": "5", "quantity": 3 },
+            { "id": "5", "quantity": 2, "discount": 10, "discountType": { "type": "percent" } },
+            { "id": "5", "price": 50, "quantity": 1, "discount": 5, "discountType": { "type": "amount" } },
+            { "id": "5", "quantity": 1, "total": 1 }
+        ]);
+        let deal = app.post("/v3/deals", body(contact, json!({ "products": products }))).await.expect(201);
+        let totals: Vec<Value> = deal["products"].as_array().unwrap().iter().map(|p| p["total"].clone()).collect();
+        assert_eq!(totals, [json!(300.0), json!(180.0), json!(45.0), json!(1.0)]);
+        assert_eq!(deal["products"][0]["name"], "Seat");
+        app.post("/v3/deals", body(contact, json!({ "products": [{ "id": "6" }] }))).await.expect_error(404);
+        app.post("/v3/deals", body(contact, json!({ "products": [{ "id": "seat" }] }))).await.expect_field_error("products[0].id");
+        app.post("/v3/deals", body(contact, json!({ "products": [{ "id": "5", "discountType": { "type": "half" } }] }))).await.expect_field_error("products[0].discountType.type");
+    }
+}
+
+api_test! {
+    /// won/lost stamp wonLostDate, open clears it; lost reasons only on lost deals.
+    async fn status_changes_are_honest(app) {
+        let contact = a_contact(&app).await;
+        let deal = app.post("/v3/deals", body(contact, json!({}))).await.expect(201);
+        let path = format!("/v3/deals/{}", deal["id"].as_str().unwrap());
+        app.patch(&path, json!({ "lostReason": ["price"] })).await.expect_field_error("lostReason");
+        let won = app.patch(&path, json!({ "status": "won" })).await.expect(200);
+        assert!(won["wonLostDate"].is_string());
+        let reopened = app.patch(&path, json!({ "status": "open" })).await.expect(200);
+        assert!(reopened.get("wonLostDate").is_none());
+        let lost = app.patch(&path, json!({ "status": "lost", "lostReason": ["price", "timing"], "lostReasonObs": "too dear" })).await.expect(200);
+        assert_eq!(lost["lostReason"], json!(["price", "timing"]));
+        assert!(lost["wonLostDate"].is_string());
+        let open_again = app.patch(&path, json!({ "status": "open" })).await.expect(200);
+        assert!(open_again.get("lostReason").is_none() && open_again.get("lostReasonObs").is_none(), "{open_again}");
+        app.patch(&path, json!({ "status": "won", "wonLostDate": "2026-01-02T03:04:05Z" })).await.expect(200);
+        assert_eq!(app.get(&path).await.expect(200)["wonLostDate"], "2026-01-02T03:04:05.000Z");
+        app.patch(&path, json!({ "status": "open", "wonLostDate": "2026-01-02T03:04:05Z" })).await.expect_field_error("wonLostDate");
+    }
+}
+
+api_test! {
+    /// A stage change stamps lastStageChanged and adds the time spent to timeInStage.
+    async fn stage_changes_accumulate_time(app) {
+        let contact = a_contact(&app).await;
+        let deal = app.post("/v3/deals", body(contact, json!({ "stageId": "s1" }))).await.expect(201);
+        let path = format!("/v3/deals/{}", deal["id"].as_str().unwrap());
+        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+        let moved = app.patch(&path, json!({ "stageId": "s2" })).await.expect(200);
+        assert!(moved["lastStageChanged"].as_str() > deal["lastStageChanged"].as_str());
+        assert!(moved["timeInStage"]["s1"].as_i64().unwrap() >= 30, "{moved}");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        app.patch(&path, json!({ "stageId": "s1" })).await.expect(200);
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        let back = app.patch(&path, json!({ "stageId": "s2" })).await.expect(200);
+        let (before, after) = (moved["timeInStage"]["s1"].as_i64().unwrap(), back["timeInStage"]["s1"].as_i64().unwrap());
+        assert!(after >= before + 5, "time in s1 adds up: {back}");
+        assert!(back["timeInStage"]["s2"].as_i64().unwrap() >= 10);
+        app.patch(&path, json!({ "lastStageChanged": "2026-01-01T00:00:00Z" })).await.expect_field_error("lastStageChanged");
+    }
+}
+
+api_test! {
+    async fn patch_refuses_what_it_must_not_change(app) {
+        let contact = a_contact(&app).await;
+        let deal = app.post("/v3/deals", body(contact, json!({}))).await.expect(201);
+        let path = format!("/v3/deals/{}", deal["id"].as_str().unwrap());
+        for field in ["workspaceId", "createdAt", "lastUpdateAt", "updatedAt"] {
+            app.patch(&path, json!({ field: "x" })).await.expect_field_error(field);
+        }
+        let patched = app.patch(&path, json!({ "name": "Bigger", "value": 2000.5, "tagIds": [1, 2] })).await.expect(200);
+        assert_eq!((patched["name"].clone(), patched["value"].clone()), (json!("Bigger"), json!(2000.5)));
+        assert_eq!(patched["createdAt"], deal["createdAt"]);
+        app.patch("/v3/deals/not-a-deal", json!({ "name": "x" })).await.expect_error(404);
+        app.get("/v3/deals/123").await.expect_error(404);
+    }
+}
+
+/// Twelve deals across stages, statuses, operators, tags and products.
+async fn pipeline(app: &TestApp) -> u64 {
+    let contact = a_contact(app).await;
+    load(
+        app,
+        1,
+        json!({ "type": "product", "id": 5, "name": "Seat", "price": 100 }),
+    )
+    .await;
+    load(
+        app,
+        1,
+        json!({ "type": "product", "id": 6, "name": "Support", "price": 10 }),
+    )
+    .await;
+    for i in 0..12u64 {
+        let status = ["open", "won", "lost"][(i % 3) as usize];
+        let mut b = body(
+            contact,
+            json!({
+                "name": format!("d{i:02}"), "value": 100 * (12 - i), "status": status, "operatorId": 7 + i % 2,
+                "groupId": 3 + i % 4, "stageId": format!("s{}", i % 4), "pipelineId": if i < 8 { "p1" } else { "p2" },
+                "tagIds": [i % 3, 10 + i % 2]
+            }),
+        );
+        if i % 5 == 0 {
+            b["products"] = json!([{ "id": if i == 5 { "6" } else { "5" } }]);
+        }
+        if status == "lost" {
+            b["lostReason"] = json!(["price"]);
+        }
+        app.post("/v3/deals", b).await.expect(201);
+    }
+    contact
+}
+
+api_test! {
+    /// roleId, isOwner and userId are required; a non-owner sees its own deals only.
+    async fn lists_what_the_user_may_see(app) {
+        pipeline(&app).await;
+        app.get("/v3/deals?isOwner=true&userId=7").await.expect_field_error("roleId");
+        app.get("/v3/deals?roleId=1&userId=7").await.expect_field_error("isOwner");
+        app.get("/v3/deals?roleId=1&isOwner=true").await.expect_field_error("userId");
+        assert_eq!(app.get(&format!("/v3/deals?{OWNER}")).await.expect(200)["totalCount"], 12);
+        let own = app.get("/v3/deals?roleId=2&isOwner=false&userId=8").await.expect(200);
+        assert_eq!(own["totalCount"], 6);
+        assert!(own["data"].as_array().unwrap().iter().all(|d| d["operatorId"] == 8));
+        let unrestricted = app.get("/v3/deals?roleId=2&isOwner=false&userId=8&ignoreRestrictions=true").await.expect(200);
+        assert_eq!(unrestricted["totalCount"], 12);
+        assert_eq!(app.get("/v3/deals?roleId=2&isOwner=false&userId=8&operatorId=7").await.expect(200)["totalCount"], 0);
+    }
+}
+
+api_test! {
+    /// limit/offset pages are disjoint and complete, newest first by default.
+    async fn pages_deals(app) {
+        pipeline(&app).await;
+        let mut seen = Vec::new();
+        for offset in [0, 5, 10] {
+            let page = app.get(&format!("/v3/deals?{OWNER}&limit=5&offset={offset}")).await.expect(200);
+            assert_eq!(page["totalCount"], 12);
+            seen.extend(ids(&page));
+        }
+        let expected: Vec<String> = (0..12).rev().map(|i| format!("d{i:02}")).collect();
+        assert_eq!(seen, expected);
+        // Filtered pages too.
+        let mut open = Vec::new();
+        for offset in [0, 3] {
+            open.extend(ids(&app.get(&format!("/v3/deals?{OWNER}&status=open&limit=3&offset={offset}&sort=asc")).await.expect(200)));
+        }
+        assert_eq!(open, ["d00", "d03", "d06", "d09"]);
+        app.get(&format!("/v3/deals?{OWNER}&limit=0")).await.expect_field_error("limit");
+        app.get(&format!("/v3/deals?{OWNER}&limit=501")).await.expect_field_error("limit");
+        app.get(&format!("/v3/deals?{OWNER}&offset=-1")).await.expect_field_error("offset");
+    }
+}
+
+api_test! {
+    /// Every filter, flat and nested.
+    async fn filters_deals(app) {
+        let contact = pipeline(&app).await;
+        let names = |q: &str| {
+            let path = format!("/v3/deals?{OWNER}&sort=asc&limit=100&{q}");
+            let app = &app;
+            async move { ids(&app.get(&path).await.expect(200)) }
+        };
+        assert_eq!(names("status=won").await, ["d01", "d04", "d07", "d10"]);
+        assert_eq!(names("stageId=s1&stageId=s2").await, ["d01", "d02", "d05", "d06", "d09", "d10"]);
+        assert_eq!(names("stageId[]=s1&stageId[]=s2").await, names("stageId=s1,s2").await);
+        assert_eq!(names("pipelineId=p2").await, ["d08", "d09", "d10", "d11"]);
+        assert_eq!(names("operatorId=8&status=open").await, ["d03", "d09"]);
+        assert_eq!(names("operatorIds=7,8&groupIds=3").await, ["d00", "d04", "d08"]);
+        assert_eq!(names("groupId=4").await, ["d01", "d05", "d09"]);
+        assert_eq!(names("tagId=2").await, ["d02", "d05", "d08", "d11"]);
+        assert_eq!(names("tagIds=0,2&stageId=s3").await, ["d03", "d11"]);
+        assert_eq!(names("productIds=5").await, ["d00", "d10"]);
+        assert_eq!(names("productIds=6").await, ["d05"]);
+        assert_eq!(names(&format!("contactId={contact}&status=lost")).await, ["d02", "d05", "d08", "d11"]);
+        let now = chrono::Utc::now();
+        let (earlier, later) = ((now - chrono::Duration::hours(1)).to_rfc3339(), (now + chrono::Duration::hours(1)).to_rfc3339());
+        assert_eq!(names(&format!("createdAtFrom={}", urlencode(&later))).await.len(), 0);
+        assert_eq!(names(&format!("createdAtFrom={}&createdAtTo={}", urlencode(&earlier), urlencode(&later))).await.len(), 12);
+        assert_eq!(names(&format!("wonLostAtFrom={}&status=won", urlencode(&earlier))).await.len(), 4);
+        assert_eq!(names("wonLostAtTo=2020-01-01").await.len(), 0);
+        assert_eq!(names("date=current_month").await.len(), 12);
+        assert_eq!(names("date=last_month").await.len(), 0);
+        assert_eq!(names("period=last_1h").await.len(), 12);
+        assert_eq!(names("period=last_year").await.len(), 0);
+        assert_eq!(names("period=last_24h&periodMetric=wonLostDate").await.len(), 8);
+        assert_eq!(names(&format!("period=custom&periodFrom={}", urlencode(&later))).await.len(), 0);
+        // Nested forms: filters[x]=..., JSON in a grouping, sort objects.
+        assert_eq!(names("filters[status]=won").await, names("status=won").await);
+        assert_eq!(names("filters[stageId][]=s1&conditions[status]=won").await, ["d01"]);
+        assert_eq!(names("filters=%7B%22status%22%3A%22won%22%2C%22stageId%22%3A%5B%22s1%22%2C%22s3%22%5D%7D").await, ["d01", "d07"]);
+        assert_eq!(names("meta[pipelineId]=p2&sortedBy[sortBy]=value").await, ["d11", "d10", "d09", "d08"]);
+        let by_value = ids(&app.get(&format!("/v3/deals?{OWNER}&sort[value]=desc&limit=3")).await.expect(200));
+        assert_eq!(by_value, ["d00", "d01", "d02"]);
+        let by_name = ids(&app.get(&format!("/v3/deals?{OWNER}&sortBy=name&sort=desc&limit=2")).await.expect(200));
+        assert_eq!(by_name, ["d11", "d10"]);
+        // Bad values are 400s naming the parameter.
+        for (q, field) in [
+            ("status=pending", "status"), ("date=yesterday", "date"), ("period=decade", "period"),
+            ("periodMetric=size", "periodMetric"), ("sortBy=color", "sortBy"), ("sort=up", "sort"),
+            ("operatorId=seven", "operatorId"), ("createdAtFrom=soon", "createdAtFrom"), ("colour=red", "colour"),
+            ("filters=nope", "filters"), ("period=custom", "periodFrom"), ("isOwner=yes", "isOwner"),
+        ] {
+            app.get(&format!("/v3/deals?roleId=1&isOwner=true&userId=7&{q}")).await.expect_field_error(field);
+        }
+    }
+}
+
+fn urlencode(text: &str) -> String {
+    text.replace('+', "%2B").replace(':', "%3A")
+}
+
+api_test! {
+    /// Another workspace's deals, contacts and products are 404, also through filters.
+    async fn deals_are_per_workspace(app) {
+        let contact = pipeline(&app).await;
+        let (other, token) = app.new_workspace("Other").await;
+        let them = app.as_token(&token);
+        let their_deal = app.get(&format!("/v3/deals?{OWNER}&limit=1")).await.expect(200)["data"][0]["id"].as_str().unwrap().to_owned();
+        them.get(&format!("/v3/deals/{their_deal}")).await.expect_error(404);
+        them.patch(&format!("/v3/deals/{their_deal}"), json!({ "name": "x" })).await.expect_error(404);
+        // Workspace 1's contact and product cannot be used here.
+        them.post("/v3/deals", body(contact, json!({}))).await.expect_error(404);
+        load(&app, other, json!({ "type": "product", "id": 9, "name": "Theirs", "price": 1 })).await;
+        let their_contact = them.post("/v3/contacts", json!({ "name": "C" })).await.expect(201)["id"].as_str().unwrap().parse::<u64>().unwrap();
+        them.post("/v3/deals", body(their_contact, json!({ "products": [{ "id": "5" }] }))).await.expect_error(404);
+        them.post("/v3/deals", body(their_contact, json!({ "products": [{ "id": "9" }] }))).await.expect(201);
+        assert_eq!(them.get(&format!("/v3/deals?{OWNER}&productIds=5")).await.expect(200)["totalCount"], 0);
+        assert_eq!(them.get(&format!("/v3/deals?{OWNER}&contactId={contact}")).await.expect(200)["totalCount"], 0);
+        assert_eq!(them.get(&format!("/v3/deals?{OWNER}")).await.expect(200)["totalCount"], 1);
+        them.get("/v3/products/5").await.expect_error(404);
+        them.patch("/v3/products/5", json!({ "price": 1 })).await.expect_error(404);
+    }
+}
+
+api_test! {
+    /// PATCH /v3/products/{id}, and the catalog extensions.
+    async fn patches_products(app) {
+        load(&app, 1, json!({ "type": "product", "id": 5, "name": "Seat", "price": 100 })).await;
+        let list = app.get("/v3/products").await.expect(200);
+        assert_eq!(list["totalCount"], 1);
+        let patched = app.patch("/v3/products/5", json!({ "price": 120.5, "description": "per month", "_id": "legacy" })).await.expect(200);
+        for member in ["id", "name", "description", "price", "workspaceId", "createdAt", "lastUpdateAt"] {
+            assert!(patched.get(member).is_some(), "{member} is required in the update response: {patched}");
+        }
+        assert_eq!((patched["price"].clone(), patched["description"].clone()), (json!(120.5), json!("per month")));
+        assert!(patched["lastUpdateAt"].as_str() > list["data"][0]["lastUpdateAt"].as_str());
+        assert_eq!(app.get("/v3/products/5").await.expect(200), patched);
+        app.patch("/v3/products/5", json!({ "price": -1 })).await.expect_field_error("price");
+        app.patch("/v3/products/5", json!({ "price": "free" })).await.expect_field_error("price");
+        app.patch("/v3/products/5", json!({ "name": null })).await.expect_field_error("name");
+        app.patch("/v3/products/5", json!({ "stock": 3 })).await.expect_field_error("stock");
+        app.patch("/v3/products/6", json!({ "price": 1 })).await.expect_error(404);
+        app.get("/v3/products/abc").await.expect_field_error("id");
+    }
+}
