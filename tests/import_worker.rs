@@ -3,27 +3,15 @@
 //! SQS (moto, started by scripts/test.sh), the whole path: the API sends to SQS,
 //! the worker takes the messages from it.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use api_tests::serde_json::{self, Value, json};
-use api_tests::{TestApp, api_test};
-use async_trait::async_trait;
+use api_tests::{RecordingQueue, TestApp, api_test};
 use aws_lambda_events::event::sqs::SqsEvent;
 use shared::auth::Caller;
 use shared::domain::imports::{self, ImportRequest};
-use shared::queue::{ImportMessage, ImportQueue};
-
-#[derive(Default)]
-struct Recorded(Mutex<Vec<ImportMessage>>);
-
-#[async_trait]
-impl ImportQueue for Recorded {
-    async fn send(&self, message: &ImportMessage) -> Result<(), String> {
-        self.0.lock().unwrap().push(message.clone());
-        Ok(())
-    }
-}
+use shared::queue::ImportMessage;
 
 /// The event file of `events/`, with these message bodies.
 fn sqs_event(bodies: &[(&str, String)]) -> SqsEvent {
@@ -43,7 +31,7 @@ fn sqs_event(bodies: &[(&str, String)]) -> SqsEvent {
 }
 
 async fn queued_job(app: &TestApp, n: usize) -> ImportMessage {
-    let queue = Recorded::default();
+    let queue = RecordingQueue::default();
     let contacts: Vec<Value> = (0..n)
         .map(|i| json!({ "name": format!("w{i}"), "phone": format!("21 9{:08}", 70_000_000 + i) }))
         .collect();

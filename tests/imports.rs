@@ -3,15 +3,13 @@
 //! already registered are ignored; a repeated or redelivered batch creates
 //! nothing twice.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use api_tests::serde_json::{Value, json};
-use api_tests::{TestApp, api_test};
-use async_trait::async_trait;
+use api_tests::{RecordingQueue, TestApp, api_test};
 use shared::auth::Caller;
 use shared::domain::imports::{self, ImportRequest, JobStatus};
-use shared::queue::{ImportMessage, ImportQueue};
 
 /// Waits (bounded) for the background worker to finish a job; returns the job.
 async fn finished(app: &TestApp, job_id: &str) -> Value {
@@ -124,18 +122,6 @@ api_test! {
     }
 }
 
-/// A queue that only records what it is sent: the test runs the worker itself.
-#[derive(Default)]
-struct Recorded(Mutex<Vec<ImportMessage>>);
-
-#[async_trait]
-impl ImportQueue for Recorded {
-    async fn send(&self, message: &ImportMessage) -> Result<(), String> {
-        self.0.lock().unwrap().push(message.clone());
-        Ok(())
-    }
-}
-
 fn request(value: Value) -> ImportRequest {
     api_tests::serde_json::from_value(value).unwrap()
 }
@@ -144,7 +130,7 @@ api_test! {
     /// SQS delivers at least once: runs of one job, one after the other or at the
     /// same time, create each contact once and agree on the counts.
     async fn redelivered_runs_create_nothing_twice(app) {
-        let queue = Arc::new(Recorded::default());
+        let queue = Arc::new(RecordingQueue::default());
         let caller = Caller::system(1, "test");
         let store = app.store.as_ref();
         let job = imports::start(store, queue.as_ref(), &caller, request(phone_book(120, 0))).await.unwrap();
@@ -165,7 +151,7 @@ api_test! {
 api_test! {
     /// The worker writes 500 contacts in a bounded number of calls, not one per contact.
     async fn the_worker_batches_its_writes(app) {
-        let queue = Arc::new(Recorded::default());
+        let queue = Arc::new(RecordingQueue::default());
         let caller = Caller::system(1, "test");
         imports::start(app.store.as_ref(), queue.as_ref(), &caller, request(phone_book(500, 0))).await.unwrap();
         let message = queue.0.lock().unwrap()[0].clone();

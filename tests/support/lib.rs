@@ -290,3 +290,16 @@ macro_rules! api_test {
         }
     };
 }
+
+/// A queue that only records what it is sent, for tests that run the import
+/// worker themselves (to redeliver, or to run it twice at once).
+#[derive(Default)]
+pub struct RecordingQueue(pub std::sync::Mutex<Vec<shared::queue::ImportMessage>>);
+
+#[async_trait::async_trait]
+impl shared::queue::ImportQueue for RecordingQueue {
+    async fn send(&self, message: &shared::queue::ImportMessage) -> Result<(), String> {
+        self.0.lock().unwrap().push(message.clone());
+        Ok(())
+    }
+}
