@@ -92,6 +92,7 @@ api_test! {
         app.post("/v3/deals", body(contact, json!({ "workspaceId": 2 }))).await.expect_field_error("workspaceId");
         app.post("/v3/deals", body(contact, json!({ "timeInStage": {} }))).await.expect_field_error("timeInStage");
         app.post("/v3/deals", body(contact, json!({ "contactId": 99 }))).await.expect_error(404);
+        app.post("/v3/deals", body(contact, json!({ "tagIds": (0..21).collect::<Vec<u64>>() }))).await.expect_field_error("tagIds");
         assert_eq!(app.get(&format!("/v3/deals?{OWNER}")).await.expect(200)["totalCount"], 0);
     }
 }
@@ -169,6 +170,10 @@ api_test! {
             app.patch(&path, json!({ field: "x" })).await.expect_field_error(field);
         }
         let patched = app.patch(&path, json!({ "name": "Bigger", "value": 2000.5, "tagIds": [1, 2] })).await.expect(200);
+        // The most index items a change can move: 20 tags out, 20 others in.
+        app.patch(&path, json!({ "tagIds": (100..120).collect::<Vec<u64>>() })).await.expect(200);
+        app.patch(&path, json!({ "tagIds": (200..220).collect::<Vec<u64>>() })).await.expect(200);
+        app.patch(&path, json!({ "tagIds": [1, 2] })).await.expect(200);
         assert_eq!((patched["name"].clone(), patched["value"].clone()), (json!("Bigger"), json!(2000.5)));
         assert_eq!(patched["createdAt"], deal["createdAt"]);
         app.patch("/v3/deals/not-a-deal", json!({ "name": "x" })).await.expect_error(404);

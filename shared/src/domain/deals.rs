@@ -414,7 +414,9 @@ pub struct DealInput {
     pub stage_id: Option<String>,
     #[validate(length(min = 1, max = 128))]
     pub origin: Option<String>,
-    #[validate(length(max = 100))]
+    /// At most 20 (with 20 products): every tag and product is an index item
+    /// written in the deal's transaction, which DynamoDB caps at 100 items.
+    #[validate(length(max = 20))]
     pub tag_ids: Option<Vec<u64>>,
     #[serde(default, deserialize_with = "nullable")]
     #[validate(length(max = 20))]
@@ -422,7 +424,7 @@ pub struct DealInput {
     #[serde(default, deserialize_with = "nullable")]
     #[validate(length(max = 2000))]
     pub lost_reason_obs: Option<Option<String>>,
-    #[validate(length(max = 100), nested)]
+    #[validate(length(max = 20), nested)]
     pub products: Option<Vec<DealProduct>>,
     #[serde(default, deserialize_with = "nullable")]
     pub won_lost_date: Option<Option<String>>,
