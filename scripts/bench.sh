@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 
 if [ "${CRM_IN_NAMESPACE:-}" != 1 ]; then
   dynamodb_local_install
-  cargo build --release --quiet -p tags -p workspaces -p contacts -p bench -p crm
+  cargo build --release --quiet -p tags -p workspaces -p contacts -p deals -p bench -p crm
 fi
 enter_loopback_namespace "$0" "$@"
 
@@ -34,7 +34,8 @@ out=docs/bench-results.md
   target/release/bench ${BENCH_ARGS:-} \
     --function "workspaces=target/release/workspaces=events/workspaces-info.json" \
     --function "tags=target/release/tags=events/tags-list.json" \
-    --function "contacts=target/release/contacts=events/contacts-find-or-create.json"
+    --function "contacts=target/release/contacts=events/contacts-find-or-create.json" \
+    --function "deals=target/release/deals=events/deals-list.json"
 } >"$out.tmp"
 mv "$out.tmp" "$out"
 cat "$out"

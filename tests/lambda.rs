@@ -70,3 +70,12 @@ api_test! {
         assert_eq!(body(&first)["phone"], "+5511987654321");
     }
 }
+
+api_test! {
+    /// The deals function parses a nested filter from an API Gateway query string.
+    async fn the_deals_function_lists_with_nested_filters(app) {
+        let response = invoke(&app, deals::group(), "deals-list.json").await;
+        assert_eq!(response["statusCode"], 200, "{response}");
+        assert_eq!(body(&response)["totalCount"], 0);
+    }
+}
