@@ -82,6 +82,8 @@ api_test! {
         app.get("/v3/tags?limit=ten").await.expect_field_error("limit");
         app.get("/v3/tags?offset=-1").await.expect_field_error("offset");
         app.get("/v3/tags?limit=500&offset=9501").await.expect_field_error("offset");
+        app.get("/v3/tags?offset=18446744073709551615").await.expect_field_error("offset");
+        app.get("/v3/tags?offset=18446744073709551616").await.expect_field_error("offset");
         app.get("/v3/tags?colour=red").await.expect_field_error("colour");
     }
 }

@@ -66,7 +66,7 @@ impl Paging {
                 format!("must be between 1 and {}", Self::MAX_LIMIT),
             ));
         }
-        if offset + limit > MAX_WINDOW {
+        if offset.saturating_add(limit) > MAX_WINDOW {
             return Err(ApiError::field(
                 "offset",
                 format!(
@@ -234,6 +234,7 @@ mod tests {
         assert!(Paging::parse(Some(501), None).is_err());
         assert!(Paging::parse(Some(500), Some(9_500)).is_ok());
         assert!(Paging::parse(Some(500), Some(9_501)).is_err());
+        assert!(Paging::parse(Some(20), Some(u64::MAX)).is_err(), "no overflow");
     }
 
     #[test]
