@@ -111,6 +111,8 @@ api_test! {
         assert_eq!(sks(&s.query(&q(SkRange::AtLeast("b2".into())).backward()).await.unwrap().items), ["c1", "b2"]);
         assert_eq!(sks(&s.query(&q(SkRange::AtMost("a2".into()))).await.unwrap().items), ["a1", "a2"]);
         assert_eq!(sks(&s.query(&q(SkRange::AtMost("a2".into())).backward()).await.unwrap().items), ["a2", "a1"]);
+        // A range that ends before it starts is empty (not an error).
+        assert!(s.query(&q(SkRange::Between("b".into(), "a".into()))).await.unwrap().items.is_empty());
 
         // Pages of two, resuming after the last key, in both directions.
         for forward in [true, false] {

@@ -234,7 +234,10 @@ mod tests {
         assert!(Paging::parse(Some(501), None).is_err());
         assert!(Paging::parse(Some(500), Some(9_500)).is_ok());
         assert!(Paging::parse(Some(500), Some(9_501)).is_err());
-        assert!(Paging::parse(Some(20), Some(u64::MAX)).is_err(), "no overflow");
+        assert!(
+            Paging::parse(Some(20), Some(u64::MAX)).is_err(),
+            "no overflow"
+        );
     }
 
     #[test]

@@ -454,6 +454,13 @@ impl Store for DynamoStore {
     }
 
     async fn query(&self, query: &Query) -> Result<Page, StoreError> {
+        // An empty range (a window that ends before it starts) holds nothing;
+        // DynamoDB would refuse BETWEEN with the bounds reversed.
+        if let SkRange::Between(low, high) = &query.range
+            && low > high
+        {
+            return Ok(Page::default());
+        }
         Metrics::count(&self.metrics.queries, 1);
         let mut names = HashMap::from([("#pk".to_owned(), query.index.pk.to_owned())]);
         let mut values = HashMap::from([(":pk".to_owned(), AttributeValue::S(query.pk.clone()))]);
