@@ -84,6 +84,31 @@ pub async fn count(store: &dyn Store, key: &Key) -> ApiResult<u64> {
 /// The attribute of a counter item.
 pub const COUNT: &str = "n";
 
+/// A record updated in place: it has timestamps and a version to move.
+pub trait Versioned: Record + PartialEq {
+    fn version(&self) -> u64;
+    fn set_version(&mut self, version: u64);
+    fn stamps_mut(&mut self) -> &mut Stamps;
+}
+
+/// Implements [`Versioned`] for records with `stamps` and `version` fields.
+#[macro_export]
+macro_rules! versioned {
+    ($($record:ty),* $(,)?) => {$(
+        impl $crate::record::Versioned for $record {
+            fn version(&self) -> u64 {
+                self.version
+            }
+            fn set_version(&mut self, version: u64) {
+                self.version = version;
+            }
+            fn stamps_mut(&mut self) -> &mut $crate::record::Stamps {
+                &mut self.stamps
+            }
+        }
+    )*};
+}
+
 /// Which write of a mutation failed its condition, and what that means to the client.
 enum OnFailure {
     /// A fresh id was taken already: the caller retries with a new one.
@@ -143,6 +168,19 @@ impl<'a> Mutation<'a> {
             ))),
         ));
         Ok(self)
+    }
+
+    /// Writes `next` over `current` (as read) when they differ: moves the
+    /// timestamps and the version, on the condition that nobody wrote the record
+    /// in between (409 otherwise). `false`: nothing changed, nothing to write.
+    pub fn update<R: Versioned>(&mut self, current: &R, next: &mut R) -> ApiResult<bool> {
+        if next == current {
+            return Ok(false);
+        }
+        next.stamps_mut().touch();
+        next.set_version(current.version() + 1);
+        self.replace(next, current.version())?;
+        Ok(true)
     }
 
     /// Deletes a record that must still exist (a concurrent delete makes this a 404).

@@ -160,6 +160,8 @@ pub struct Contact {
     pub main_organization_id: Option<u64>,
 }
 
+crate::versioned!(Contact);
+
 impl Record for Contact {
     const TYPE: &'static str = "Contact";
     fn key(&self) -> Key {
@@ -673,15 +675,11 @@ pub async fn update(
     .await?;
     let mut contact = current.clone();
     input.apply(&mut contact.fields)?;
-    if contact == current {
-        return Ok(current);
-    }
-    contact.stamps.touch();
-    contact.version = current.version + 1;
-
     let ws = caller.workspace_id;
     let mut m = Mutation::new(caller);
-    m.replace(&contact, current.version)?;
+    if !m.update(&current, &mut contact)? {
+        return Ok(current);
+    }
     if contact.fields.phone != current.fields.phone {
         if let Some(old) = &current.fields.phone {
             m.remove(keys::contact_phone(ws, old));

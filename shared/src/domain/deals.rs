@@ -354,6 +354,8 @@ impl Deal {
     }
 }
 
+crate::versioned!(Deal);
+
 impl Record for Deal {
     const TYPE: &'static str = "Deal";
     fn key(&self) -> Key {
@@ -737,13 +739,10 @@ pub async fn update(
     let current: Deal = record::find(store, &keys::deal(ws, id), true, "deal").await?;
     let mut deal = current.clone();
     apply(store, ws, &mut deal.fields, Some(&current.fields), input).await?;
-    if deal == current {
+    let mut m = Mutation::new(caller);
+    if !m.update(&current, &mut deal)? {
         return Ok(current);
     }
-    deal.stamps.touch();
-    deal.version = current.version + 1;
-    let mut m = Mutation::new(caller);
-    m.replace(&deal, current.version)?;
     let keep: HashSet<String> = deal.partitions().into_iter().collect();
     for old in current
         .partitions()

@@ -32,6 +32,8 @@ pub struct Product {
     pub version: u64,
 }
 
+crate::versioned!(Product);
+
 impl Record for Product {
     const TYPE: &'static str = "Product";
     fn key(&self) -> Key {
@@ -159,13 +161,10 @@ pub async fn update(
     if let Some(price) = patch.price {
         product.price = price;
     }
-    if product == current {
+    let mut m = Mutation::new(caller);
+    if !m.update(&current, &mut product)? {
         return Ok(current);
     }
-    product.stamps.touch();
-    product.version = current.version + 1;
-    let mut m = Mutation::new(caller);
-    m.replace(&product, current.version)?;
     m.commit(store, "product.update", "product", &id.to_string())
         .await?;
     Ok(product)
@@ -190,11 +189,10 @@ pub async fn load(store: &dyn Store, caller: &Caller, line: ProductLine) -> ApiR
     product.price = line.price;
     let mut m = Mutation::new(caller);
     match &current {
-        Some(c) if *c == product => return Ok(()),
         Some(c) => {
-            product.stamps.touch();
-            product.version = c.version + 1;
-            m.replace(&product, c.version)?;
+            if !m.update(c, &mut product)? {
+                return Ok(());
+            }
         }
         None => {
             m.create(&product)?

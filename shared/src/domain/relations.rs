@@ -20,7 +20,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::ids::{self, Timestamp};
 use crate::keys;
 use crate::page::{MAX_WINDOW, read_up_to};
-use crate::record::{self, Mutation, Record, Stamps};
+use crate::record::{self, Mutation, Record, Stamps, Versioned};
 use crate::store::{Index, Item, Key, PK, Query, SK, SkRange, Store, TYPE};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -214,7 +214,7 @@ pub async fn load(store: &dyn Store, caller: &Caller, line: LoadLine) -> ApiResu
                 return Ok("organization");
             }
             let mut m = Mutation::new(caller);
-            save(&mut m, &mut org, current.map(|c| c.version))?;
+            save(&mut m, &mut org, current.as_ref())?;
             m.commit(
                 store,
                 "organization.load",
@@ -293,7 +293,7 @@ pub async fn load(store: &dyn Store, caller: &Caller, line: LoadLine) -> ApiResu
             for key in new_keys.iter().filter(|k| !old_keys.contains(k)) {
                 m.put_item(index_item(key.clone(), conversation.contact_id));
             }
-            save(&mut m, &mut conversation, current.map(|c| c.version))?;
+            save(&mut m, &mut conversation, current.as_ref())?;
             m.commit(
                 store,
                 "conversation.load",
@@ -306,50 +306,21 @@ pub async fn load(store: &dyn Store, caller: &Caller, line: LoadLine) -> ApiResu
     }
 }
 
-/// Creates a loaded record, or replaces the version read.
-fn save<R: Record + Versioned>(
-    m: &mut Mutation<'_>,
-    record: &mut R,
-    read: Option<u64>,
-) -> ApiResult<()> {
+/// Creates a loaded record, or writes it over the one read when it changed.
+fn save<R: Versioned>(m: &mut Mutation<'_>, record: &mut R, read: Option<&R>) -> ApiResult<()> {
     match read {
         None => {
             record.set_version(1);
             m.create(record)?;
         }
-        Some(version) => {
-            record.touch(version + 1);
-            m.replace(record, version)?;
+        Some(current) => {
+            m.update(current, record)?;
         }
     }
     Ok(())
 }
 
-/// Records the loader replaces: a version and timestamps to move.
-trait Versioned {
-    fn set_version(&mut self, version: u64);
-    fn touch(&mut self, version: u64);
-}
-
-impl Versioned for Organization {
-    fn set_version(&mut self, version: u64) {
-        self.version = version;
-    }
-    fn touch(&mut self, version: u64) {
-        self.version = version;
-        self.stamps.touch();
-    }
-}
-
-impl Versioned for Conversation {
-    fn set_version(&mut self, version: u64) {
-        self.version = version;
-    }
-    fn touch(&mut self, version: u64) {
-        self.version = version;
-        self.stamps.touch();
-    }
-}
+crate::versioned!(Organization, Conversation);
 
 // ------------------------------------------------------------------ reading
 

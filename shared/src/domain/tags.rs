@@ -39,6 +39,8 @@ pub struct Tag {
     pub version: u64,
 }
 
+crate::versioned!(Tag);
+
 impl Record for Tag {
     const TYPE: &'static str = "Tag";
     fn key(&self) -> Key {
@@ -291,14 +293,10 @@ pub async fn update(
     if let Some(legacy_id) = patch.legacy_id {
         tag.legacy_id = legacy_id;
     }
-    if tag == current {
+    let mut m = Mutation::new(caller);
+    if !m.update(&current, &mut tag)? {
         return Ok(current); // nothing changed: no write, no audit entry
     }
-    tag.stamps.touch();
-    tag.version = current.version + 1;
-
-    let mut m = Mutation::new(caller);
-    m.replace(&tag, current.version)?;
     let (old_key, new_key) = (normalize_name(&current.name), normalize_name(&tag.name));
     if old_key != new_key {
         m.remove(keys::tag_name(caller.workspace_id, &old_key))
