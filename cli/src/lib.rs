@@ -10,6 +10,8 @@ pub fn groups() -> Vec<Group> {
         contacts::group(),
         deals::group(),
         products::group(),
+        custom_fields::group(),
+        business_hours::group(),
         api_tokens::group(),
         workspaces::group(),
         audit::group(),

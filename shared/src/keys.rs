@@ -29,6 +29,8 @@
 //! | Last session      | contacts by last-session time          | table | `W#<ws>#LASTSESSION`  | `<time>#<contact:16>#<conversation:16>` |
 //! | Last session      | the same, in one segment               | table | `W#<ws>#SEGMENT#<seg>`| `<time>#<contact:16>#<conversation:16>` |
 //! | Product           | by id; list in id order                | table | `W#<ws>#PRODUCT`      | `<id:16>`               |
+//! | Custom field      | by id; list in id order                | table | `W#<ws>#CUSTOMFIELD`  | `<id:16>`               |
+//! | Business hour     | by id; list in id order                | table | `W#<ws>#BUSINESSHOUR` | `<id:16>`               |
 //! | Deal              | by id; list or window by creation      | table | `W#<ws>#DEAL`         | `<id:16>`               |
 //! | Deal index        | by stage, status, operator, pipeline, contact, tag, product (with a digest) | table | `W#<ws>#DEAL#<KIND>#<value>` | `<id:16>` |
 //! | Import job        | by id                                  | table | `W#<ws>#IMPORT`       | `<ulid>`                |
@@ -237,6 +239,22 @@ pub fn deals(workspace_id: u64) -> String {
 /// The deals of one stage, status, operator, pipeline, contact, tag or product.
 pub fn deals_by(workspace_id: u64, kind: &str, value: &str) -> String {
     collection(workspace_id, &format!("DEAL#{kind}#{value}"))
+}
+
+pub fn custom_field(workspace_id: u64, id: u64) -> Key {
+    Key::new(custom_fields(workspace_id), padded(id))
+}
+
+pub fn custom_fields(workspace_id: u64) -> String {
+    collection(workspace_id, "CUSTOMFIELD")
+}
+
+pub fn business_hour(workspace_id: u64, id: u64) -> Key {
+    Key::new(business_hours(workspace_id), padded(id))
+}
+
+pub fn business_hours(workspace_id: u64) -> String {
+    collection(workspace_id, "BUSINESSHOUR")
 }
 
 pub fn import_job(workspace_id: u64, job_id: &str) -> Key {

@@ -72,6 +72,40 @@ pub async fn find<R: Record>(
         .ok_or_else(|| ApiError::not_found(what))
 }
 
+/// Loads a record an operator brings in (`crm load`). `build` makes the record
+/// from the stored one, if any, so that `createdAt` stays. A new record is
+/// created (moving its list's counter, when it has one); a changed one is
+/// written over the stored one; an unchanged one writes nothing.
+pub async fn upsert<R: Versioned + Clone>(
+    store: &dyn Store,
+    caller: &Caller,
+    key: &Key,
+    build: impl FnOnce(Option<R>) -> R,
+    counter: Option<Key>,
+    action: &str,
+) -> ApiResult<R> {
+    let current: Option<R> = get(store, key, true).await?;
+    let mut next = build(current.clone());
+    let mut m = Mutation::new(caller);
+    match &current {
+        Some(stored) => {
+            if !m.update(stored, &mut next)? {
+                return Ok(next);
+            }
+        }
+        None => {
+            next.set_version(1);
+            m.create(&next)?;
+            if let Some(counter) = counter {
+                m.count(counter, 1);
+            }
+        }
+    }
+    let resource = R::TYPE.to_owned();
+    m.commit(store, action, &resource, &key.sk).await?;
+    Ok(next)
+}
+
 /// The value of a list's counter (its `totalCount`): one GetItem.
 pub async fn count(store: &dyn Store, key: &Key) -> ApiResult<u64> {
     let item = store.get(key, false).await?;

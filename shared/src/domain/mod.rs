@@ -2,7 +2,9 @@
 //! and does one operation of the spec. Handlers only parse and delegate.
 
 pub mod audit;
+pub mod business_hours;
 pub mod contacts;
+pub mod custom_fields;
 pub mod deals;
 pub mod imports;
 pub mod products;

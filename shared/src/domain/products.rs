@@ -172,35 +172,32 @@ pub async fn update(
 
 /// Loads one catalog product (creates it, or replaces it when it changed).
 pub async fn load(store: &dyn Store, caller: &Caller, line: ProductLine) -> ApiResult<()> {
-    let current: Option<Product> =
-        record::get(store, &keys::product(caller.workspace_id, line.id), true).await?;
-    let mut product = current.clone().unwrap_or(Product {
-        id: line.id,
-        workspace_id: caller.workspace_id,
-        name: String::new(),
-        description: None,
-        price: 0.0,
-        legacy_id: None,
-        stamps: Stamps::new(),
-        version: 1,
-    });
-    product.name = line.name.trim().to_owned();
-    product.description = line.description;
-    product.price = line.price;
-    let mut m = Mutation::new(caller);
-    match &current {
-        Some(c) => {
-            if !m.update(c, &mut product)? {
-                return Ok(());
-            }
-        }
-        None => {
-            m.create(&product)?
-                .count(keys::counter(caller.workspace_id, LIST), 1);
-        }
-    }
-    m.commit(store, "product.load", "product", &line.id.to_string())
-        .await?;
+    let ws = caller.workspace_id;
+    let build = |stored: Option<Product>| Product {
+        name: line.name.trim().to_owned(),
+        description: line.description.clone(),
+        price: line.price,
+        ..stored.unwrap_or(Product {
+            id: line.id,
+            workspace_id: ws,
+            name: String::new(),
+            description: None,
+            price: 0.0,
+            legacy_id: None,
+            stamps: Stamps::new(),
+            version: 1,
+        })
+    };
+    let key = keys::product(ws, line.id);
+    record::upsert(
+        store,
+        caller,
+        &key,
+        build,
+        Some(keys::counter(ws, LIST)),
+        "product.load",
+    )
+    .await?;
     Ok(())
 }
 

@@ -142,6 +142,10 @@ pub enum LoadLine {
     Conversation(ConversationLine),
     /// `{"type":"product","id":3,"name":"Plan","price":99.9,"description":"..."}`
     Product(crate::domain::products::ProductLine),
+    /// `{"type":"customField","id":4,"name":"Plan","key":"plan","entity":"contact","fieldType":"text"}`
+    CustomField(crate::domain::custom_fields::CustomFieldLine),
+    /// `{"type":"businessHour","id":1,"name":"Office","timezone":"America/Sao_Paulo","intervals":[{"day":1,"start":"09:00","end":"18:00"}]}`
+    BusinessHour(crate::domain::business_hours::BusinessHourLine),
 }
 
 #[derive(Debug, Deserialize, Validate)]
@@ -187,6 +191,8 @@ pub fn parse_line(text: &str) -> ApiResult<LoadLine> {
         LoadLine::ContactOrganization(l) => l.validate(),
         LoadLine::Conversation(l) => l.validate(),
         LoadLine::Product(l) => l.validate(),
+        LoadLine::CustomField(l) => l.validate(),
+        LoadLine::BusinessHour(l) => l.validate(),
     };
     checked.map_err(crate::http::validation_error)?;
     Ok(line)
@@ -262,6 +268,14 @@ pub async fn load(store: &dyn Store, caller: &Caller, line: LoadLine) -> ApiResu
         LoadLine::Product(l) => {
             crate::domain::products::load(store, caller, l).await?;
             Ok("product")
+        }
+        LoadLine::CustomField(l) => {
+            crate::domain::custom_fields::load(store, caller, l).await?;
+            Ok("customField")
+        }
+        LoadLine::BusinessHour(l) => {
+            crate::domain::business_hours::load(store, caller, l).await?;
+            Ok("businessHour")
         }
         LoadLine::Conversation(l) => {
             record::find::<Contact>(store, &keys::contact(ws, l.contact_id), true, "contact")

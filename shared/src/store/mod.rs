@@ -23,8 +23,9 @@ pub const PK: &str = "pk";
 pub const SK: &str = "sk";
 /// Optimistic-concurrency version of records that are updated.
 pub const VERSION: &str = "version";
-/// The entity type, for people reading the table.
-pub const TYPE: &str = "type";
+/// The entity type, for people reading the table (`_type`: no record field is
+/// called that, while a custom field has a `type` of its own).
+pub const TYPE: &str = "_type";
 
 /// DynamoDB's limits that the code relies on; the embedded store enforces them too.
 pub const MAX_ITEM_BYTES: usize = 400 * 1024;

@@ -1,0 +1,38 @@
+//! The business-hours group: `/v3/business-hours`, read only.
+
+use axum::Json;
+use axum::extract::State;
+use shared::auth::Caller;
+use shared::domain::business_hours::{self, BusinessHourView};
+use shared::http::{AppState, Group, Params, PathId, Reply};
+use shared::page::{ListPage, OffsetQuery};
+
+pub fn group() -> Group {
+    Group::new("business-hours")
+        .get("/v3/business-hours", list)
+        .get("/v3/business-hours/{id}", get)
+}
+
+async fn list(
+    State(s): State<AppState>,
+    caller: Caller,
+    Params(q): Params<OffsetQuery>,
+) -> Reply<ListPage<BusinessHourView>> {
+    Ok(Json(
+        business_hours::list(s.store.as_ref(), &caller, q.paging()?)
+            .await?
+            .map(BusinessHourView::from),
+    ))
+}
+
+async fn get(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathId(id): PathId,
+) -> Reply<BusinessHourView> {
+    Ok(Json(
+        business_hours::get(s.store.as_ref(), &caller, id)
+            .await?
+            .into(),
+    ))
+}

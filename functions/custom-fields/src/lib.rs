@@ -1,0 +1,65 @@
+//! The custom-fields group: `/v3/custom-fields` and `/v1/custom-fields`, read only.
+
+use axum::Json;
+use axum::extract::State;
+use shared::auth::Caller;
+use shared::domain::custom_fields::{self, CustomFieldV1, CustomFieldView};
+use shared::http::{AppState, Group, Params, PathId, Reply};
+use shared::page::{CursorPage, CursorQuery, ListPage, OffsetQuery};
+
+pub fn group() -> Group {
+    Group::new("custom-fields")
+        .get("/v3/custom-fields", list)
+        .get("/v3/custom-fields/{id}", get)
+        .get("/v1/custom-fields", list_v1)
+        .get("/v1/custom-fields/{id}", get_v1)
+}
+
+async fn list(
+    State(s): State<AppState>,
+    caller: Caller,
+    Params(q): Params<OffsetQuery>,
+) -> Reply<ListPage<CustomFieldView>> {
+    Ok(Json(
+        custom_fields::list(s.store.as_ref(), &caller, q.paging()?)
+            .await?
+            .map(CustomFieldView::from),
+    ))
+}
+
+async fn get(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathId(id): PathId,
+) -> Reply<CustomFieldView> {
+    Ok(Json(
+        custom_fields::get(s.store.as_ref(), &caller, id)
+            .await?
+            .into(),
+    ))
+}
+
+async fn list_v1(
+    State(s): State<AppState>,
+    caller: Caller,
+    Params(q): Params<CursorQuery>,
+) -> Reply<CursorPage<CustomFieldV1>> {
+    let page = custom_fields::list_v1(s.store.as_ref(), &caller, q.paging()?).await?;
+    Ok(Json(CursorPage {
+        data: page.data.into_iter().map(CustomFieldV1::from).collect(),
+        next_cursor: page.next_cursor,
+    }))
+}
+
+/// A deleted definition is not part of the public API.
+async fn get_v1(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathId(id): PathId,
+) -> Reply<CustomFieldV1> {
+    let field = custom_fields::get(s.store.as_ref(), &caller, id).await?;
+    if field.data.is_deleted {
+        return Err(shared::ApiError::not_found("custom field"));
+    }
+    Ok(Json(field.into()))
+}

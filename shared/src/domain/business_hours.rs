@@ -1,0 +1,180 @@
+//! Business hours: the opening schedules of a workspace (the spec only reads
+//! them: list and get). An operator loads them with `crm load`
+//! (`{"type":"businessHour",...}`).
+//!
+//! A schedule: a name, an IANA time zone, the opening intervals of each weekday
+//! (`0` Sunday to `6` Saturday, `"HH:MM"` to `"HH:MM"`), and holidays (dates).
+
+use serde::{Deserialize, Serialize};
+use validator::{Validate, ValidationError};
+
+use crate::auth::Caller;
+use crate::error::ApiResult;
+use crate::keys;
+use crate::page::{ListPage, Paging, counted_page};
+use crate::record::{self, Record, Stamps};
+use crate::store::{Index, Key, Query, SkRange, Store};
+
+pub const LIST: &str = "BUSINESSHOUR";
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[validate(schema(function = "ordered"))]
+pub struct Interval {
+    #[validate(range(max = 6))]
+    pub day: u8,
+    #[validate(custom(function = "clock"))]
+    pub start: String,
+    #[validate(custom(function = "clock"))]
+    pub end: String,
+}
+
+/// `HH:MM`, 00:00 to 24:00.
+fn clock(text: &str) -> Result<(), ValidationError> {
+    let ok = text.len() == 5
+        && text.as_bytes()[2] == b':'
+        && matches!((text[..2].parse::<u8>(), text[3..].parse::<u8>()), (Ok(h), Ok(m)) if (h < 24 && m < 60) || (h == 24 && m == 0));
+    if ok {
+        Ok(())
+    } else {
+        Err(ValidationError::new("clock").with_message("must be a time HH:MM".into()))
+    }
+}
+
+fn ordered(interval: &Interval) -> Result<(), ValidationError> {
+    if interval.start < interval.end {
+        Ok(())
+    } else {
+        Err(ValidationError::new("order").with_message("start must be before end".into()))
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct BusinessHourData {
+    #[validate(length(min = 1, max = 128))]
+    pub name: String,
+    /// An IANA time zone, such as `America/Sao_Paulo`.
+    #[validate(length(min = 1, max = 64))]
+    pub timezone: String,
+    #[serde(default)]
+    #[validate(length(max = 70), nested)]
+    pub intervals: Vec<Interval>,
+    /// Dates (`YYYY-MM-DD`) when the schedule is closed.
+    #[serde(default)]
+    #[validate(length(max = 366))]
+    pub holidays: Vec<chrono::NaiveDate>,
+    #[serde(default)]
+    pub is_default: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct BusinessHour {
+    pub id: u64,
+    pub workspace_id: u64,
+    #[serde(flatten)]
+    pub data: BusinessHourData,
+    #[serde(flatten)]
+    pub stamps: Stamps,
+    pub version: u64,
+}
+
+crate::versioned!(BusinessHour);
+
+impl Record for BusinessHour {
+    const TYPE: &'static str = "BusinessHour";
+    fn key(&self) -> Key {
+        keys::business_hour(self.workspace_id, self.id)
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BusinessHourView {
+    pub id: String,
+    pub workspace_id: u64,
+    #[serde(flatten)]
+    pub data: BusinessHourData,
+    #[serde(flatten)]
+    pub stamps: Stamps,
+}
+
+impl From<BusinessHour> for BusinessHourView {
+    fn from(b: BusinessHour) -> Self {
+        Self {
+            id: b.id.to_string(),
+            workspace_id: b.workspace_id,
+            data: b.data,
+            stamps: b.stamps,
+        }
+    }
+}
+
+/// A `businessHour` line of `crm load`.
+#[derive(Debug, Deserialize, Validate)]
+#[serde(deny_unknown_fields)]
+pub struct BusinessHourLine {
+    #[validate(range(min = 1, max = 9007199254740991u64))]
+    pub id: u64,
+    #[serde(flatten)]
+    #[validate(nested)]
+    pub data: BusinessHourData,
+}
+
+pub async fn load(store: &dyn Store, caller: &Caller, line: BusinessHourLine) -> ApiResult<()> {
+    let ws = caller.workspace_id;
+    let build = |stored: Option<BusinessHour>| match stored {
+        Some(stored) => BusinessHour {
+            data: line.data.clone(),
+            ..stored
+        },
+        None => BusinessHour {
+            id: line.id,
+            workspace_id: ws,
+            data: line.data.clone(),
+            stamps: Stamps::new(),
+            version: 1,
+        },
+    };
+    let key = keys::business_hour(ws, line.id);
+    record::upsert(
+        store,
+        caller,
+        &key,
+        build,
+        Some(keys::counter(ws, LIST)),
+        "businessHour.load",
+    )
+    .await?;
+    Ok(())
+}
+
+pub async fn get(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<BusinessHour> {
+    record::find(
+        store,
+        &keys::business_hour(caller.workspace_id, id),
+        false,
+        "business hour",
+    )
+    .await
+}
+
+pub async fn list(
+    store: &dyn Store,
+    caller: &Caller,
+    paging: Paging,
+) -> ApiResult<ListPage<BusinessHour>> {
+    let query = Query::new(
+        Index::TABLE,
+        keys::business_hours(caller.workspace_id),
+        SkRange::All,
+    );
+    counted_page(
+        store,
+        query,
+        paging,
+        keys::counter(caller.workspace_id, LIST),
+    )
+    .await
+}
