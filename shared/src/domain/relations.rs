@@ -143,9 +143,9 @@ pub enum LoadLine {
     /// `{"type":"product","id":3,"name":"Plan","price":99.9,"description":"..."}`
     Product(crate::domain::products::ProductLine),
     /// `{"type":"customField","id":4,"name":"Plan","key":"plan","entity":"contact","fieldType":"text"}`
-    CustomField(crate::domain::custom_fields::CustomFieldLine),
+    CustomField(Box<crate::domain::custom_fields::CustomFieldLine>),
     /// `{"type":"businessHour","id":1,"name":"Office","timezone":"America/Sao_Paulo","intervals":[{"day":1,"start":"09:00","end":"18:00"}]}`
-    BusinessHour(crate::domain::business_hours::BusinessHourLine),
+    BusinessHour(Box<crate::domain::business_hours::BusinessHourLine>),
 }
 
 #[derive(Debug, Deserialize, Validate)]
@@ -270,11 +270,11 @@ pub async fn load(store: &dyn Store, caller: &Caller, line: LoadLine) -> ApiResu
             Ok("product")
         }
         LoadLine::CustomField(l) => {
-            crate::domain::custom_fields::load(store, caller, l).await?;
+            crate::domain::custom_fields::load(store, caller, *l).await?;
             Ok("customField")
         }
         LoadLine::BusinessHour(l) => {
-            crate::domain::business_hours::load(store, caller, l).await?;
+            crate::domain::business_hours::load(store, caller, *l).await?;
             Ok("businessHour")
         }
         LoadLine::Conversation(l) => {
