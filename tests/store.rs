@@ -64,6 +64,18 @@ api_test! {
 }
 
 api_test! {
+    /// Numbers are decimals: a whole float reads back as an integer, on both stores.
+    async fn numbers_read_back_as_dynamodb_keeps_them(app) {
+        let s = app.store.as_ref();
+        s.write(vec![put(item("T#n", "n", json!({ "whole": 3.0, "half": 2.5, "deep": { "list": [1.0, 0.25] } })))]).await.unwrap();
+        let read = s.get(&Key::new("T#n", "n"), true).await.unwrap().unwrap();
+        assert_eq!(read["whole"].to_string(), "3");
+        assert_eq!(read["half"].to_string(), "2.5");
+        assert_eq!(read["deep"].to_string(), r#"{"list":[1,0.25]}"#);
+    }
+}
+
+api_test! {
     async fn counters_start_at_zero_and_add(app) {
         let s = app.store.as_ref();
         let key = Key::new("T#1", "count");

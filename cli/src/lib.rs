@@ -12,6 +12,7 @@ pub fn groups() -> Vec<Group> {
         products::group(),
         custom_fields::group(),
         business_hours::group(),
+        dashboards::group(),
         api_tokens::group(),
         workspaces::group(),
         audit::group(),

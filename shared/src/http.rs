@@ -425,6 +425,26 @@ pub async fn path_param<S: Send + Sync>(
         .ok_or_else(|| ApiError::internal(format!("route without {{{name}}}")))
 }
 
+/// A numeric parameter of the path (for routes with more than one, or not named
+/// `id`). Malformed is 400; well-formed and unknown is the domain's 404.
+pub fn numeric_param(params: &RawPathParams, name: &str) -> Result<u64, ApiError> {
+    params
+        .iter()
+        .find(|(key, _)| *key == name)
+        .and_then(|(_, value)| value.parse::<u64>().ok())
+        .filter(|&id| id > 0)
+        .ok_or_else(|| ApiError::field(name, "must be a positive whole number"))
+}
+
+/// A text parameter of the path.
+pub fn text_param(params: &RawPathParams, name: &str) -> Result<String, ApiError> {
+    params
+        .iter()
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.to_owned())
+        .ok_or_else(|| ApiError::internal(format!("route without {{{name}}}")))
+}
+
 /// The numeric `{id}` of a path. A malformed id is 400; a well-formed unknown one is 404.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PathId(pub u64);

@@ -31,6 +31,8 @@
 //! | Product           | by id; list in id order                | table | `W#<ws>#PRODUCT`      | `<id:16>`               |
 //! | Custom field      | by id; list in id order                | table | `W#<ws>#CUSTOMFIELD`  | `<id:16>`               |
 //! | Business hour     | by id; list in id order                | table | `W#<ws>#BUSINESSHOUR` | `<id:16>`               |
+//! | Dashboard         | by id                                  | table | `W#<ws>#DASHBOARD`    | `<id:16>`               |
+//! | Snapshot          | by id; a dashboard's, newest first     | table | `W#<ws>#SNAPSHOT#<dashboard>` | `<ulid>`        |
 //! | Deal              | by id; list or window by creation      | table | `W#<ws>#DEAL`         | `<id:16>`               |
 //! | Deal index        | by stage, status, operator, pipeline, contact, tag, product (with a digest) | table | `W#<ws>#DEAL#<KIND>#<value>` | `<id:16>` |
 //! | Import job        | by id                                  | table | `W#<ws>#IMPORT`       | `<ulid>`                |
@@ -255,6 +257,23 @@ pub fn business_hour(workspace_id: u64, id: u64) -> Key {
 
 pub fn business_hours(workspace_id: u64) -> String {
     collection(workspace_id, "BUSINESSHOUR")
+}
+
+pub fn dashboard(workspace_id: u64, id: u64) -> Key {
+    Key::new(collection(workspace_id, "DASHBOARD"), padded(id))
+}
+
+pub fn snapshots(workspace_id: u64, dashboard_id: u64) -> String {
+    collection(workspace_id, &format!("SNAPSHOT#{dashboard_id}"))
+}
+
+pub fn snapshot(workspace_id: u64, dashboard_id: u64, snapshot_id: &str) -> Key {
+    Key::new(snapshots(workspace_id, dashboard_id), snapshot_id)
+}
+
+/// The counter of one dashboard's snapshots.
+pub fn snapshot_counter(workspace_id: u64, dashboard_id: u64) -> Key {
+    counter(workspace_id, &format!("SNAPSHOT#{dashboard_id}"))
 }
 
 pub fn import_job(workspace_id: u64, job_id: &str) -> Key {

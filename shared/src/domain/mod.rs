@@ -5,6 +5,7 @@ pub mod audit;
 pub mod business_hours;
 pub mod contacts;
 pub mod custom_fields;
+pub mod dashboards;
 pub mod deals;
 pub mod imports;
 pub mod products;

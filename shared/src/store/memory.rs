@@ -134,8 +134,9 @@ impl MemoryStore {
         Some((ipk.to_owned(), isk.to_owned(), key.pk, key.sk))
     }
 
-    fn put_item(&self, state: &mut State, item: Item) {
+    fn put_item(&self, state: &mut State, mut item: Item) {
         let Some(key) = Key::of(&item) else { return };
+        item.values_mut().for_each(as_dynamodb_number);
         self.delete_item(state, &key);
         for (def, index) in self.index_defs.iter().zip(state.indexes.iter_mut()) {
             if let Some(ik) = Self::index_key(def, &item) {
@@ -175,6 +176,24 @@ impl MemoryStore {
             .into_iter()
             .filter_map(|n| item.get(n).map(|v| (n.to_owned(), v.clone())))
             .collect()
+    }
+}
+
+/// DynamoDB keeps numbers as decimals: `1.0` reads back as `1`. So does this store.
+fn as_dynamodb_number(value: &mut Value) {
+    match value {
+        Value::Number(n) => {
+            if let Some(f) = n.as_f64()
+                && n.is_f64()
+                && f.fract() == 0.0
+                && f.abs() < 9.007_199_254_740_992e15
+            {
+                *value = Value::from(f as i64);
+            }
+        }
+        Value::Array(values) => values.iter_mut().for_each(as_dynamodb_number),
+        Value::Object(map) => map.values_mut().for_each(as_dynamodb_number),
+        _ => {}
     }
 }
 

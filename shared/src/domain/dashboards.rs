@@ -1,0 +1,313 @@
+//! Dashboards and their snapshots.
+//!
+//! A dashboard is a named layout of widgets (`layout: [{ i, x, y, w, h }]`).
+//! A snapshot records a dashboard at one moment: the spec's snapshot body has no
+//! `data`, and its answer requires it, so `data` holds the dashboard as it stood
+//! (`name`, `description`, `layout`) and the snapshot records when it was taken
+//! and how long that took. Snapshots are listed newest first.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use validator::Validate;
+
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::ids::{self, Timestamp};
+use crate::keys;
+use crate::page::{ListPage, Paging, counted_page};
+use crate::record::{self, Mutation, Record, Stamps, with_fresh_id};
+use crate::store::{Index, Key, Query, SkRange, Store};
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Validate)]
+#[serde(deny_unknown_fields)]
+pub struct Widget {
+    #[validate(length(min = 1, max = 64))]
+    pub i: String,
+    /// Grid units (whole numbers, as grid layouts use).
+    #[validate(range(max = 10000))]
+    pub x: u32,
+    #[validate(range(max = 10000))]
+    pub y: u32,
+    #[validate(range(max = 10000))]
+    pub w: u32,
+    #[validate(range(max = 10000))]
+    pub h: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Dashboard {
+    pub id: u64,
+    pub workspace_id: u64,
+    #[serde(default, rename = "_id", skip_serializing_if = "Option::is_none")]
+    pub legacy_id: Option<String>,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub layout: Vec<Widget>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author_id: Option<Map<String, Value>>,
+    #[serde(flatten)]
+    pub stamps: Stamps,
+    pub version: u64,
+}
+
+crate::versioned!(Dashboard);
+
+impl Record for Dashboard {
+    const TYPE: &'static str = "Dashboard";
+    fn key(&self) -> Key {
+        keys::dashboard(self.workspace_id, self.id)
+    }
+}
+
+/// The spec's Dashboard.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DashboardView {
+    pub id: String,
+    #[serde(rename = "_id", skip_serializing_if = "Option::is_none")]
+    pub legacy_id: Option<String>,
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub layout: Vec<Widget>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub author_id: Option<Map<String, Value>>,
+    pub workspace_id: u64,
+    #[serde(flatten)]
+    pub stamps: Stamps,
+}
+
+impl From<Dashboard> for DashboardView {
+    fn from(d: Dashboard) -> Self {
+        Self {
+            id: d.id.to_string(),
+            legacy_id: d.legacy_id,
+            name: d.name,
+            description: d.description,
+            layout: d.layout,
+            author_id: d.author_id,
+            workspace_id: d.workspace_id,
+            stamps: d.stamps,
+        }
+    }
+}
+
+/// `POST /v3/dashboards`: `name` is required; the rest is optional.
+#[derive(Debug, Deserialize, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateDashboard {
+    #[serde(default, rename = "_id")]
+    #[validate(length(max = 128))]
+    pub legacy_id: Option<String>,
+    #[validate(
+        length(min = 1, max = 128),
+        custom(function = "crate::validate::not_blank")
+    )]
+    pub name: String,
+    #[validate(length(max = 2000))]
+    pub description: Option<String>,
+    #[serde(default)]
+    #[validate(length(max = 100), nested)]
+    pub layout: Vec<Widget>,
+    pub author_id: Option<Map<String, Value>>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Snapshot {
+    pub id: String,
+    pub workspace_id: u64,
+    pub dashboard_id: String,
+    pub data: Map<String, Value>,
+    pub author_id: u64,
+    pub author_name: String,
+    #[serde(default, rename = "_id", skip_serializing_if = "Option::is_none")]
+    pub legacy_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(with = "ids::ts_format")]
+    pub processed_at: Timestamp,
+    pub processed_time_in_ms: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_time_in_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<Map<String, Value>>,
+    #[serde(flatten)]
+    pub stamps: Stamps,
+}
+
+impl Record for Snapshot {
+    const TYPE: &'static str = "Snapshot";
+    fn key(&self) -> Key {
+        let dashboard: u64 = self.dashboard_id.parse().unwrap_or_default();
+        keys::snapshot(self.workspace_id, dashboard, &self.id)
+    }
+}
+
+/// `POST /v3/dashboards/{dashboardId}/snapshots`: `authorId` and `authorName`
+/// are required; `dashboardId` in the body, if given, must be the path's.
+#[derive(Debug, Deserialize, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateSnapshot {
+    #[validate(length(max = 128))]
+    pub dashboard_name: Option<String>,
+    pub author_id: u64,
+    #[validate(length(min = 1, max = 128))]
+    pub author_name: String,
+    #[serde(default, rename = "_id")]
+    #[validate(length(max = 128))]
+    pub legacy_id: Option<String>,
+    #[validate(length(max = 32))]
+    pub dashboard_id: Option<String>,
+    #[validate(length(max = 128))]
+    pub name: Option<String>,
+    #[validate(range(min = 0.0, max = 1e9))]
+    pub total_time_in_ms: Option<f64>,
+    #[validate(length(max = 2000))]
+    pub error: Option<String>,
+    pub status: Option<Map<String, Value>>,
+}
+
+pub const LIST: &str = "DASHBOARD";
+
+pub async fn create(
+    store: &dyn Store,
+    caller: &Caller,
+    input: CreateDashboard,
+) -> ApiResult<Dashboard> {
+    let ws = caller.workspace_id;
+    with_fresh_id(|id| {
+        let dashboard = Dashboard {
+            id,
+            workspace_id: ws,
+            legacy_id: input.legacy_id.clone(),
+            name: input.name.trim().to_owned(),
+            description: input.description.clone(),
+            layout: input.layout.clone(),
+            author_id: input.author_id.clone(),
+            stamps: Stamps::new(),
+            version: 1,
+        };
+        async move {
+            let mut m = Mutation::new(caller);
+            m.create(&dashboard)?.count(keys::counter(ws, LIST), 1);
+            m.commit(store, "dashboard.create", "dashboard", &id.to_string())
+                .await?;
+            Ok(dashboard)
+        }
+    })
+    .await
+}
+
+pub async fn get(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<Dashboard> {
+    record::find(
+        store,
+        &keys::dashboard(caller.workspace_id, id),
+        false,
+        "dashboard",
+    )
+    .await
+}
+
+/// Takes a snapshot of a dashboard of the caller's workspace.
+pub async fn snapshot(
+    store: &dyn Store,
+    caller: &Caller,
+    dashboard_id: u64,
+    input: CreateSnapshot,
+) -> ApiResult<Snapshot> {
+    let started = std::time::Instant::now();
+    if input
+        .dashboard_id
+        .as_deref()
+        .is_some_and(|d| d != dashboard_id.to_string())
+    {
+        return Err(ApiError::field(
+            "dashboardId",
+            "must be the dashboard of the path",
+        ));
+    }
+    let dashboard: Dashboard = record::find(
+        store,
+        &keys::dashboard(caller.workspace_id, dashboard_id),
+        true,
+        "dashboard",
+    )
+    .await?;
+    let Value::Object(data) = json!({
+        "dashboardName": input.dashboard_name.clone().unwrap_or_else(|| dashboard.name.clone()),
+        "description": dashboard.description,
+        "layout": dashboard.layout,
+    }) else {
+        return Err(ApiError::internal("snapshot data is not an object"));
+    };
+    let snapshot = Snapshot {
+        id: ids::new_ulid(),
+        workspace_id: caller.workspace_id,
+        dashboard_id: dashboard_id.to_string(),
+        data,
+        author_id: input.author_id,
+        author_name: input.author_name.trim().to_owned(),
+        legacy_id: input.legacy_id,
+        name: input.name,
+        processed_at: ids::now(),
+        processed_time_in_ms: (started.elapsed().as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0,
+        total_time_in_ms: input.total_time_in_ms,
+        error: input.error,
+        status: input.status,
+        stamps: Stamps::new(),
+    };
+    let mut m = Mutation::new(caller);
+    m.create(&snapshot)?
+        .count(keys::snapshot_counter(caller.workspace_id, dashboard_id), 1);
+    m.commit(store, "snapshot.create", "snapshot", &snapshot.id)
+        .await?;
+    Ok(snapshot)
+}
+
+/// The snapshots of a dashboard, newest first. An unknown dashboard is a 404.
+pub async fn snapshots(
+    store: &dyn Store,
+    caller: &Caller,
+    dashboard_id: u64,
+    paging: Paging,
+) -> ApiResult<ListPage<Snapshot>> {
+    let ws = caller.workspace_id;
+    get(store, caller, dashboard_id).await?;
+    let query = Query::new(
+        Index::TABLE,
+        keys::snapshots(ws, dashboard_id),
+        SkRange::All,
+    )
+    .backward();
+    counted_page(
+        store,
+        query,
+        paging,
+        keys::snapshot_counter(ws, dashboard_id),
+    )
+    .await
+}
+
+pub async fn get_snapshot(
+    store: &dyn Store,
+    caller: &Caller,
+    dashboard_id: u64,
+    id: &str,
+) -> ApiResult<Snapshot> {
+    if !ids::is_ulid(id) {
+        return Err(ApiError::not_found("snapshot"));
+    }
+    record::find(
+        store,
+        &keys::snapshot(caller.workspace_id, dashboard_id, id),
+        false,
+        "snapshot",
+    )
+    .await
+}

@@ -1,0 +1,71 @@
+//! Dashboards (`/v3/dashboards`) and their snapshots: create and read a layout,
+//! take snapshots of it, list them newest first.
+
+use api_tests::api_test;
+use api_tests::serde_json::json;
+
+api_test! {
+    async fn creates_and_reads_a_dashboard(app) {
+        let layout = json!([{ "i": "sales", "x": 0, "y": 0, "w": 6, "h": 4 }, { "i": "funnel", "x": 6, "y": 0, "w": 6, "h": 4 }]);
+        let d = app.post("/v3/dashboards", json!({ "name": "Sales", "description": "weekly", "layout": layout, "authorId": { "id": 7 }, "_id": "old" })).await.expect(201);
+        assert!(d["id"].as_str().unwrap().parse::<u64>().is_ok());
+        assert_eq!((d["name"].clone(), d["workspaceId"].clone(), d["_id"].clone()), (json!("Sales"), json!(1), json!("old")));
+        assert_eq!(d["layout"][1]["i"], "funnel");
+        assert_eq!(app.get(&format!("/v3/dashboards/{}", d["id"].as_str().unwrap())).await.expect(200), d);
+        app.post("/v3/dashboards", json!({})).await.expect_field_error("name");
+        app.post("/v3/dashboards", json!({ "name": "x", "layout": [{ "i": "a", "x": -1, "y": 0, "w": 1, "h": 1 }] })).await.expect_field_error("layout[0].x");
+        app.post("/v3/dashboards", json!({ "name": "x", "layout": [{ "i": "a" }] })).await.expect_field_error("layout[0].x");
+        app.post("/v3/dashboards", json!({ "name": "x", "authorId": 7 })).await.expect_field_error("authorId");
+        app.get("/v3/dashboards/123").await.expect_error(404);
+        app.get("/v3/dashboards/abc").await.expect_field_error("dashboardId");
+    }
+}
+
+api_test! {
+    /// A snapshot records the dashboard as it stood; snapshots list newest first.
+    async fn snapshots_a_dashboard(app) {
+        let d = app.post("/v3/dashboards", json!({ "name": "Sales", "layout": [{ "i": "a", "x": 0, "y": 0, "w": 1, "h": 1 }] })).await.expect(201);
+        let id = d["id"].as_str().unwrap();
+        let first = app.post(&format!("/v3/dashboards/{id}/snapshots"), json!({ "authorId": 7, "authorName": "Ana", "name": "Monday", "status": { "state": "done" } })).await.expect(201);
+        for member in ["id", "data", "authorId", "authorName", "workspaceId", "createdAt", "lastUpdateAt"] {
+            assert!(first.get(member).is_some(), "{member} is required: {first}");
+        }
+        assert_eq!(first["dashboardId"], json!(id));
+        assert_eq!(first["data"]["dashboardName"], "Sales");
+        assert_eq!(first["data"]["layout"][0]["i"], "a");
+        assert!(first["processedAt"].is_string() && first["processedTimeInMs"].is_number());
+        let second = app.post(&format!("/v3/dashboards/{id}/snapshots"), json!({ "authorId": 8, "authorName": "Bia", "dashboardName": "Sales (copy)", "dashboardId": id })).await.expect(201);
+        assert_eq!(second["data"]["dashboardName"], "Sales (copy)");
+        let page = app.get(&format!("/v3/dashboards/{id}/snapshots")).await.expect(200);
+        assert_eq!(page["totalCount"], 2);
+        assert_eq!(page["data"][0]["id"], second["id"], "newest first");
+        assert_eq!(app.get(&format!("/v3/dashboards/{id}/snapshots?limit=1&offset=1")).await.expect(200)["data"][0]["id"], first["id"]);
+        let one = app.get(&format!("/v3/dashboards/{id}/snapshots/{}", first["id"].as_str().unwrap())).await.expect(200);
+        assert_eq!(one, first);
+
+        app.post(&format!("/v3/dashboards/{id}/snapshots"), json!({ "authorName": "x" })).await.expect_field_error("authorId");
+        app.post(&format!("/v3/dashboards/{id}/snapshots"), json!({ "authorId": 1 })).await.expect_field_error("authorName");
+        app.post(&format!("/v3/dashboards/{id}/snapshots"), json!({ "authorId": 1, "authorName": "x", "dashboardId": "9" })).await.expect_field_error("dashboardId");
+        app.post(&format!("/v3/dashboards/{id}/snapshots"), json!({ "authorId": 1, "authorName": "x", "data": {} })).await.expect_field_error("data");
+        app.post("/v3/dashboards/123/snapshots", json!({ "authorId": 1, "authorName": "x" })).await.expect_error(404);
+        app.get("/v3/dashboards/123/snapshots").await.expect_error(404);
+        app.get(&format!("/v3/dashboards/{id}/snapshots/01ARZ3NDEKTSV4RRFFQ69G5FAV")).await.expect_error(404);
+        app.get(&format!("/v3/dashboards/{id}/snapshots/nope")).await.expect_error(404);
+        app.get(&format!("/v3/dashboards/{id}/snapshots?limit=501")).await.expect_field_error("limit");
+    }
+}
+
+api_test! {
+    async fn dashboards_are_per_workspace(app) {
+        let d = app.post("/v3/dashboards", json!({ "name": "Mine" })).await.expect(201);
+        let id = d["id"].as_str().unwrap();
+        let s = app.post(&format!("/v3/dashboards/{id}/snapshots"), json!({ "authorId": 1, "authorName": "A" })).await.expect(201);
+        let (_, token) = app.new_workspace("Other").await;
+        let other = app.as_token(&token);
+        other.get(&format!("/v3/dashboards/{id}")).await.expect_error(404);
+        other.get(&format!("/v3/dashboards/{id}/snapshots")).await.expect_error(404);
+        other.get(&format!("/v3/dashboards/{id}/snapshots/{}", s["id"].as_str().unwrap())).await.expect_error(404);
+        other.post(&format!("/v3/dashboards/{id}/snapshots"), json!({ "authorId": 1, "authorName": "B" })).await.expect_error(404);
+        assert_eq!(app.get(&format!("/v3/dashboards/{id}/snapshots")).await.expect(200)["totalCount"], 1);
+    }
+}
