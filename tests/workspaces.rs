@@ -68,3 +68,23 @@ api_test! {
         assert_eq!(app.as_token(&token_b).get("/v3/tags").await.expect(200)["totalCount"], 0);
     }
 }
+
+api_test! {
+    /// Operators move a workspace into and out of the testing environment (201).
+    async fn promotes_and_demotes_testing(app) {
+        let (id, token) = app.new_workspace("Acme").await;
+        let promoted = app.post(&format!("/v3/workspaces/promote-testing/{id}"), json!({})).await.expect(201);
+        assert_eq!((promoted["environment"].clone(), promoted["workspaceId"].clone()), (json!("testing"), json!(id)));
+        assert_eq!(app.as_token(&token).get("/v3/workspaces/info").await.expect(200)["environment"], "testing");
+        // Again: nothing changes, no audit entry.
+        let audit = app.get("/v3/audit").await.expect(200)["totalCount"].clone();
+        app.post(&format!("/v3/workspaces/promote-testing/{id}"), json!({})).await.expect(201);
+        assert_eq!(app.get("/v3/audit").await.expect(200)["totalCount"], audit);
+        let demoted = app.post(&format!("/v3/workspaces/demote-testing/{id}"), json!({})).await.expect(201);
+        assert_eq!(demoted["environment"], "production");
+        // A workspace token is no operator; unknown and malformed ids.
+        app.as_token(&token).post(&format!("/v3/workspaces/promote-testing/{id}"), json!({})).await.expect_error(403);
+        app.post("/v3/workspaces/promote-testing/123", json!({})).await.expect_error(404);
+        app.post("/v3/workspaces/demote-testing/abc", json!({})).await.expect_field_error("id");
+    }
+}

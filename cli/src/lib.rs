@@ -13,6 +13,7 @@ pub fn groups() -> Vec<Group> {
         custom_fields::group(),
         business_hours::group(),
         dashboards::group(),
+        utility::group(),
         api_tokens::group(),
         workspaces::group(),
         audit::group(),

@@ -12,4 +12,5 @@ pub mod products;
 pub mod relations;
 pub mod tags;
 pub mod tokens;
+pub mod utility;
 pub mod workspaces;

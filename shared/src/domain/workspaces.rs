@@ -35,6 +35,8 @@ pub struct Workspace {
     pub version: u64,
 }
 
+crate::versioned!(Workspace);
+
 impl Record for Workspace {
     const TYPE: &'static str = "Workspace";
     fn key(&self) -> Key {
@@ -135,6 +137,33 @@ pub async fn create(
         }
     })
     .await
+}
+
+/// Moves a workspace into or out of the testing environment (operators only).
+/// Moving it where it is already changes nothing.
+pub async fn set_environment(
+    store: &dyn Store,
+    caller: &Caller,
+    id: u64,
+    environment: Environment,
+) -> ApiResult<Workspace> {
+    caller.require_admin()?;
+    let current: Workspace = record::find(store, &keys::workspace(id), true, "workspace").await?;
+    let mut workspace = Workspace {
+        environment,
+        ..current.clone()
+    };
+    let mut m = Mutation::new(caller);
+    if !m.update(&current, &mut workspace)? {
+        return Ok(current);
+    }
+    let action = match environment {
+        Environment::Testing => "workspace.promoteTesting",
+        Environment::Production => "workspace.demoteTesting",
+    };
+    m.commit(store, action, "workspace", &id.to_string())
+        .await?;
+    Ok(workspace)
 }
 
 /// What bootstrapping did.

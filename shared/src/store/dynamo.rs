@@ -537,4 +537,8 @@ impl Store for DynamoStore {
     fn metrics(&self) -> &Metrics {
         &self.metrics
     }
+
+    fn backend(&self) -> &'static str {
+        "dynamodb"
+    }
 }

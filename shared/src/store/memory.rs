@@ -449,4 +449,8 @@ impl Store for MemoryStore {
     fn metrics(&self) -> &Metrics {
         &self.metrics
     }
+
+    fn backend(&self) -> &'static str {
+        "embedded"
+    }
 }

@@ -283,6 +283,9 @@ pub trait Store: Send + Sync + 'static {
     async fn write(&self, writes: Vec<Write>) -> Result<(), StoreError>;
 
     fn metrics(&self) -> &Metrics;
+
+    /// Which backend this is (`dynamodb` or `embedded`), for diagnostics.
+    fn backend(&self) -> &'static str;
 }
 
 pub type SharedStore = Arc<dyn Store>;
