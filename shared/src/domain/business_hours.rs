@@ -9,11 +9,12 @@ use serde::{Deserialize, Serialize};
 use validator::{Validate, ValidationError};
 
 use crate::auth::Caller;
+use crate::domain::catalog;
 use crate::error::ApiResult;
 use crate::keys;
-use crate::page::{ListPage, Paging, counted_page};
-use crate::record::{self, Record, Stamps};
-use crate::store::{Index, Key, Query, SkRange, Store};
+use crate::page::{ListPage, Paging};
+use crate::record::{Record, Stamps};
+use crate::store::{Key, Store};
 
 pub const LIST: &str = "BUSINESSHOUR";
 
@@ -82,6 +83,17 @@ pub struct BusinessHour {
 
 crate::versioned!(BusinessHour);
 
+impl catalog::Catalog for BusinessHour {
+    const WHAT: &'static str = "business hour";
+    const LIST: &'static str = LIST;
+    fn key_of(workspace_id: u64, id: u64) -> Key {
+        keys::business_hour(workspace_id, id)
+    }
+    fn partition(workspace_id: u64) -> String {
+        keys::business_hours(workspace_id)
+    }
+}
+
 impl Record for BusinessHour {
     const TYPE: &'static str = "BusinessHour";
     fn key(&self) -> Key {
@@ -137,27 +149,12 @@ pub async fn load(store: &dyn Store, caller: &Caller, line: BusinessHourLine) ->
             version: 1,
         },
     };
-    let key = keys::business_hour(ws, line.id);
-    record::upsert(
-        store,
-        caller,
-        &key,
-        build,
-        Some(keys::counter(ws, LIST)),
-        "businessHour.load",
-    )
-    .await?;
+    catalog::load(store, caller, line.id, build, "businessHour.load").await?;
     Ok(())
 }
 
 pub async fn get(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<BusinessHour> {
-    record::find(
-        store,
-        &keys::business_hour(caller.workspace_id, id),
-        false,
-        "business hour",
-    )
-    .await
+    catalog::get(store, caller, id).await
 }
 
 pub async fn list(
@@ -165,16 +162,5 @@ pub async fn list(
     caller: &Caller,
     paging: Paging,
 ) -> ApiResult<ListPage<BusinessHour>> {
-    let query = Query::new(
-        Index::TABLE,
-        keys::business_hours(caller.workspace_id),
-        SkRange::All,
-    );
-    counted_page(
-        store,
-        query,
-        paging,
-        keys::counter(caller.workspace_id, LIST),
-    )
-    .await
+    catalog::list(store, caller, paging).await
 }

@@ -3,6 +3,7 @@
 
 pub mod audit;
 pub mod business_hours;
+pub mod catalog;
 pub mod contacts;
 pub mod custom_fields;
 pub mod dashboards;

@@ -7,11 +7,12 @@ use serde::{Deserialize, Serialize};
 use validator::Validate;
 
 use crate::auth::Caller;
+use crate::domain::catalog;
 use crate::error::{ApiError, ApiResult};
 use crate::keys;
-use crate::page::{ListPage, Paging, counted_page};
+use crate::page::{ListPage, Paging};
 use crate::record::{self, Mutation, Record, Stamps};
-use crate::store::{Index, Key, Query, SkRange, Store};
+use crate::store::{Key, Store};
 use crate::validate::nullable;
 
 pub const LIST: &str = "PRODUCT";
@@ -33,6 +34,17 @@ pub struct Product {
 }
 
 crate::versioned!(Product);
+
+impl catalog::Catalog for Product {
+    const WHAT: &'static str = "product";
+    const LIST: &'static str = LIST;
+    fn key_of(workspace_id: u64, id: u64) -> Key {
+        keys::product(workspace_id, id)
+    }
+    fn partition(workspace_id: u64) -> String {
+        keys::products(workspace_id)
+    }
+}
 
 impl Record for Product {
     const TYPE: &'static str = "Product";
@@ -107,13 +119,7 @@ pub struct ProductLine {
 }
 
 pub async fn get(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<Product> {
-    record::find(
-        store,
-        &keys::product(caller.workspace_id, id),
-        false,
-        "product",
-    )
-    .await
+    catalog::get(store, caller, id).await
 }
 
 pub async fn list(
@@ -121,18 +127,7 @@ pub async fn list(
     caller: &Caller,
     paging: Paging,
 ) -> ApiResult<ListPage<Product>> {
-    let query = Query::new(
-        Index::TABLE,
-        keys::products(caller.workspace_id),
-        SkRange::All,
-    );
-    counted_page(
-        store,
-        query,
-        paging,
-        keys::counter(caller.workspace_id, LIST),
-    )
-    .await
+    catalog::list(store, caller, paging).await
 }
 
 pub async fn update(
@@ -188,16 +183,7 @@ pub async fn load(store: &dyn Store, caller: &Caller, line: ProductLine) -> ApiR
             version: 1,
         })
     };
-    let key = keys::product(ws, line.id);
-    record::upsert(
-        store,
-        caller,
-        &key,
-        build,
-        Some(keys::counter(ws, LIST)),
-        "product.load",
-    )
-    .await?;
+    catalog::load(store, caller, line.id, build, "product.load").await?;
     Ok(())
 }
 

@@ -1,0 +1,55 @@
+//! Records an operator loads by id (`crm load`) and the API reads: products,
+//! custom fields, business hours. One partition per kind and workspace, in id
+//! order, with a counter for `totalCount`. Written once for every kind.
+
+use crate::auth::Caller;
+use crate::error::ApiResult;
+use crate::keys;
+use crate::page::{ListPage, Paging, counted_page};
+use crate::record::{self, Versioned};
+use crate::store::{Index, Key, Query, SkRange, Store};
+
+pub trait Catalog: Versioned + Clone {
+    /// What a 404 calls it.
+    const WHAT: &'static str;
+    /// The list's counter.
+    const LIST: &'static str;
+    fn key_of(workspace_id: u64, id: u64) -> Key;
+    fn partition(workspace_id: u64) -> String;
+}
+
+/// One record by id: one GetItem.
+pub async fn get<R: Catalog>(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<R> {
+    record::find(store, &R::key_of(caller.workspace_id, id), false, R::WHAT).await
+}
+
+/// A page in id order, `totalCount` from the counter.
+pub async fn list<R: Catalog>(
+    store: &dyn Store,
+    caller: &Caller,
+    paging: Paging,
+) -> ApiResult<ListPage<R>> {
+    let ws = caller.workspace_id;
+    let query = Query::new(Index::TABLE, R::partition(ws), SkRange::All);
+    counted_page(store, query, paging, keys::counter(ws, R::LIST)).await
+}
+
+/// Creates the record or writes it over the stored one (see [`record::upsert`]).
+pub async fn load<R: Catalog>(
+    store: &dyn Store,
+    caller: &Caller,
+    id: u64,
+    build: impl FnOnce(Option<R>) -> R,
+    action: &str,
+) -> ApiResult<R> {
+    let ws = caller.workspace_id;
+    record::upsert(
+        store,
+        caller,
+        &R::key_of(ws, id),
+        build,
+        Some(keys::counter(ws, R::LIST)),
+        action,
+    )
+    .await
+}
