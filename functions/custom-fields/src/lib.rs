@@ -51,15 +51,14 @@ async fn list_v1(
     }))
 }
 
-/// A deleted definition is not part of the public API.
 async fn get_v1(
     State(s): State<AppState>,
     caller: Caller,
     PathId(id): PathId,
 ) -> Reply<CustomFieldV1> {
-    let field = custom_fields::get(s.store.as_ref(), &caller, id).await?;
-    if field.data.is_deleted {
-        return Err(shared::ApiError::not_found("custom field"));
-    }
-    Ok(Json(field.into()))
+    Ok(Json(
+        custom_fields::get_public(s.store.as_ref(), &caller, id)
+            .await?
+            .into(),
+    ))
 }

@@ -11,9 +11,10 @@ use serde_json::{Map, Value};
 use validator::Validate;
 
 use crate::auth::Caller;
+use crate::domain::catalog;
 use crate::error::ApiResult;
 use crate::keys;
-use crate::page::{CursorPage, CursorPaging, ListPage, Paging, counted_page};
+use crate::page::{CursorPage, CursorPaging, ListPage, Paging};
 use crate::record::{self, Record, Stamps};
 use crate::store::{Index, Key, Query, SkRange, Store};
 
@@ -110,6 +111,17 @@ pub struct CustomField {
 
 crate::versioned!(CustomField);
 
+impl catalog::Catalog for CustomField {
+    const WHAT: &'static str = "custom field";
+    const LIST: &'static str = LIST;
+    fn key_of(workspace_id: u64, id: u64) -> Key {
+        keys::custom_field(workspace_id, id)
+    }
+    fn partition(workspace_id: u64) -> String {
+        keys::custom_fields(workspace_id)
+    }
+}
+
 impl Record for CustomField {
     const TYPE: &'static str = "CustomField";
     fn key(&self) -> Key {
@@ -203,27 +215,21 @@ pub async fn load(store: &dyn Store, caller: &Caller, line: CustomFieldLine) -> 
             version: 1,
         },
     };
-    let key = keys::custom_field(ws, line.id);
-    record::upsert(
-        store,
-        caller,
-        &key,
-        build,
-        Some(keys::counter(ws, LIST)),
-        "customField.load",
-    )
-    .await?;
+    catalog::load(store, caller, line.id, build, "customField.load").await?;
     Ok(())
 }
 
 pub async fn get(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<CustomField> {
-    record::find(
-        store,
-        &keys::custom_field(caller.workspace_id, id),
-        false,
-        "custom field",
-    )
-    .await
+    catalog::get(store, caller, id).await
+}
+
+/// `/v1`: a definition that is not deleted (a deleted one is not public: 404).
+pub async fn get_public(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<CustomField> {
+    let field = get(store, caller, id).await?;
+    if field.data.is_deleted {
+        return Err(crate::ApiError::not_found("custom field"));
+    }
+    Ok(field)
 }
 
 /// `/v3`: every definition, in id order, `totalCount` from the counter.
@@ -232,18 +238,7 @@ pub async fn list(
     caller: &Caller,
     paging: Paging,
 ) -> ApiResult<ListPage<CustomField>> {
-    let query = Query::new(
-        Index::TABLE,
-        keys::custom_fields(caller.workspace_id),
-        SkRange::All,
-    );
-    counted_page(
-        store,
-        query,
-        paging,
-        keys::counter(caller.workspace_id, LIST),
-    )
-    .await
+    catalog::list(store, caller, paging).await
 }
 
 /// `/v1`: the definitions that are not deleted, after the cursor (an id).
