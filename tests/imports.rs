@@ -138,11 +138,11 @@ api_test! {
         let message = queue.0.lock().unwrap()[0].clone();
         assert_eq!(message.job_id, job.id);
 
-        let (a, b) = tokio::join!(imports::process(store, &message), imports::process(store, &message));
+        let (a, b) = tokio::join!(imports::process(store, message.workspace_id, &message.job_id), imports::process(store, message.workspace_id, &message.job_id));
         let (a, b) = (a.unwrap(), b.unwrap());
         assert_eq!((a.created, a.ignored), (120, 0), "{a:?}");
         assert_eq!((b.created, b.ignored), (120, 0), "{b:?}");
-        let again = imports::process(store, &message).await.unwrap();
+        let again = imports::process(store, message.workspace_id, &message.job_id).await.unwrap();
         assert_eq!((again.status, again.created, again.ignored), (JobStatus::Done, 120, 0));
         assert_eq!(app.get("/v3/contacts").await.expect(200)["totalCount"], 120);
     }
@@ -156,7 +156,7 @@ api_test! {
         imports::start(app.store.as_ref(), queue.as_ref(), &caller, request(phone_book(500, 0))).await.unwrap();
         let message = queue.0.lock().unwrap()[0].clone();
         let before = app.metrics();
-        let job = imports::process(app.store.as_ref(), &message).await.unwrap();
+        let job = imports::process(app.store.as_ref(), message.workspace_id, &message.job_id).await.unwrap();
         let cost = app.metrics() - before;
         assert_eq!(job.created, 500);
         eprintln!("worker cost of 500 contacts on {:?}: {cost:?}", app.backend);

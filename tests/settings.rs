@@ -4,18 +4,16 @@
 use api_tests::serde_json::{Value, json};
 use api_tests::{TestApp, api_test};
 use shared::auth::Caller;
-use shared::domain::relations;
 
 async fn load(
     app: &TestApp,
     workspace: u64,
     line: Value,
 ) -> Result<&'static str, shared::ApiError> {
-    let record = relations::parse_line(&line.to_string())?;
-    relations::load(
+    shared::domain::load_line(
         app.store.as_ref(),
         &Caller::system(workspace, "test"),
-        record,
+        &line.to_string(),
     )
     .await
 }

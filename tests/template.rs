@@ -153,32 +153,32 @@ fn no_code_path_issues_a_scan() {
     }
 }
 
-/// The import worker reads the queue with partial batch responses, and the queue
+/// The job worker reads the queue with partial batch responses, and the queue
 /// sends what keeps failing to a dead-letter queue.
 #[test]
-fn imports_go_through_sqs_with_a_dead_letter_queue() {
+fn jobs_go_through_sqs_with_a_dead_letter_queue() {
     let template = template();
     let r = &template["Resources"];
-    let event = &r["ImportWorkerFunction"]["Properties"]["Events"]["Imports"];
+    let event = &r["JobWorkerFunction"]["Properties"]["Events"]["Jobs"];
     assert_eq!(event["Type"].as_str(), Some("SQS"));
     assert_eq!(
         event["Properties"]["FunctionResponseTypes"][0].as_str(),
         Some("ReportBatchItemFailures")
     );
     assert_eq!(
-        r["ImportWorkerFunction"]["Metadata"]["BuildProperties"]["Binary"].as_str(),
-        Some("import-worker")
+        r["JobWorkerFunction"]["Metadata"]["BuildProperties"]["Binary"].as_str(),
+        Some("job-worker")
     );
-    let redrive = &r["ImportQueue"]["Properties"]["RedrivePolicy"];
+    let redrive = &r["JobQueue"]["Properties"]["RedrivePolicy"];
     assert!(redrive["maxReceiveCount"].as_u64().is_some_and(|n| n > 1));
     assert_eq!(
-        r["ImportDeadLetterQueue"]["Type"].as_str(),
+        r["JobDeadLetterQueue"]["Type"].as_str(),
         Some("AWS::SQS::Queue")
     );
-    let visibility = r["ImportQueue"]["Properties"]["VisibilityTimeout"]
+    let visibility = r["JobQueue"]["Properties"]["VisibilityTimeout"]
         .as_u64()
         .unwrap();
-    let timeout = r["ImportWorkerFunction"]["Properties"]["Timeout"]
+    let timeout = r["JobWorkerFunction"]["Properties"]["Timeout"]
         .as_u64()
         .unwrap();
     assert!(
@@ -186,7 +186,7 @@ fn imports_go_through_sqs_with_a_dead_letter_queue() {
         "visibility {visibility} < 6 x timeout {timeout}"
     );
     assert!(
-        r["ContactsFunction"]["Properties"]["Environment"]["Variables"]["CRM_IMPORT_QUEUE_URL"]
+        r["ContactsFunction"]["Properties"]["Environment"]["Variables"]["CRM_JOB_QUEUE_URL"]
             .is_tagged_or_string()
     );
 }

@@ -142,8 +142,11 @@ async fn serve(args: Serve) -> Result<(), String> {
         );
     }
     tracing::info!("CRM API on http://{addr} ({where_}); Ctrl-C stops it");
-    // Imports run in this process, behind the same queue trait as SQS on AWS.
-    let queue = Arc::new(shared::queue::LocalQueue::start(store.clone()));
+    // Background jobs run in this process, behind the same queue trait as SQS on AWS.
+    let queue = Arc::new(shared::queue::LocalQueue::start(
+        store.clone(),
+        Arc::new(shared::domain::jobs::Jobs),
+    ));
     axum::serve(listener, crm::app(AppState::new(store).with_queue(queue)))
         .with_graceful_shutdown(shutdown())
         .await
@@ -229,10 +232,7 @@ async fn load(args: Load) -> Result<(), String> {
     let mut loaded: std::collections::BTreeMap<&str, u64> = Default::default();
     let mut errors = 0;
     for (n, line) in lines {
-        let outcome = match shared::domain::relations::parse_line(line) {
-            Ok(record) => shared::domain::relations::load(store.as_ref(), &caller, record).await,
-            Err(e) => Err(e),
-        };
+        let outcome = shared::domain::load_line(store.as_ref(), &caller, line).await;
         match outcome {
             Ok(kind) => *loaded.entry(kind).or_default() += 1,
             Err(e) => {

@@ -4,7 +4,7 @@
 //! |--------------------------|----------------------------------------------------------|
 //! | `CRM_TABLE`              | DynamoDB table name (default `crm`)                       |
 //! | `CRM_DYNAMODB_ENDPOINT`  | endpoint override, e.g. DynamoDB Local `http://127.0.0.1:8000` |
-//! | `CRM_IMPORT_QUEUE_URL`   | the SQS queue of contact imports (contacts function)      |
+//! | `CRM_JOB_QUEUE_URL`      | the SQS queue of background jobs (`CRM_IMPORT_QUEUE_URL`, its first name, is read too) |
 //! | `CRM_SQS_ENDPOINT`       | SQS endpoint override, e.g. a local moto server           |
 //! | `AWS_REGION`             | region (set by Lambda; default `us-east-1` with an endpoint override) |
 
@@ -16,7 +16,7 @@ use crate::store::dynamo::DynamoStore;
 pub struct Config {
     pub table: String,
     pub dynamodb_endpoint: Option<String>,
-    pub import_queue_url: Option<String>,
+    pub job_queue_url: Option<String>,
     pub sqs_endpoint: Option<String>,
 }
 
@@ -26,7 +26,7 @@ impl Config {
         Self {
             table: var("CRM_TABLE").unwrap_or_else(|| "crm".to_owned()),
             dynamodb_endpoint: var("CRM_DYNAMODB_ENDPOINT"),
-            import_queue_url: var("CRM_IMPORT_QUEUE_URL"),
+            job_queue_url: var("CRM_JOB_QUEUE_URL").or_else(|| var("CRM_IMPORT_QUEUE_URL")),
             sqs_endpoint: var("CRM_SQS_ENDPOINT"),
         }
     }
@@ -69,10 +69,10 @@ impl Config {
         )
     }
 
-    /// The SQS import queue, when `CRM_IMPORT_QUEUE_URL` names one.
+    /// The SQS job queue, when `CRM_JOB_QUEUE_URL` names one.
     #[cfg(feature = "sqs")]
-    pub fn import_queue_with(&self, sdk: &SdkConfig) -> Option<crate::queue::SqsQueue> {
-        let url = self.import_queue_url.as_ref()?;
+    pub fn job_queue_with(&self, sdk: &SdkConfig) -> Option<crate::queue::SqsQueue> {
+        let url = self.job_queue_url.as_ref()?;
         let mut builder = aws_sdk_sqs::config::Builder::from(sdk);
         if let Some(endpoint) = &self.sqs_endpoint {
             builder = builder.endpoint_url(endpoint);

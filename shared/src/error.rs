@@ -7,6 +7,8 @@
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
+use serde::de::DeserializeOwned;
+use validator::{ValidationErrors, ValidationErrorsKind};
 
 use crate::store::StoreError;
 
@@ -83,7 +85,7 @@ impl ApiError {
     }
     /// A bug. The cause is logged here; the client sees an opaque message.
     pub fn internal(cause: impl std::fmt::Display) -> Self {
-        tracing::error!(request_id = %crate::http::current_request_id(), cause = %cause, "internal error");
+        tracing::error!(request_id = %crate::context::current_request_id(), cause = %cause, "internal error");
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
     }
 }
@@ -134,7 +136,7 @@ impl IntoResponse for ApiError {
             error: self.status.canonical_reason().unwrap_or("Error"),
             message: &self.message,
             details: &self.details,
-            request_id: crate::http::current_request_id(),
+            request_id: crate::context::current_request_id(),
         };
         let mut response = (self.status, axum::Json(body)).into_response();
         if let Some(seconds) = self.retry_after {
@@ -143,5 +145,144 @@ impl IntoResponse for ApiError {
                 .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         response
+    }
+}
+
+/// Parses JSON, naming the field of the first problem.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if inner.is_syntax() || inner.is_eof() {
+            ApiError::bad_request(format!("malformed JSON: {inner}"))
+        } else {
+            serde_problem(&path, &strip_position(&inner.to_string()))
+        }
+    })?;
+    de.end()
+        .map_err(|e| ApiError::bad_request(format!("malformed JSON: {e}")))?;
+    Ok(value)
+}
+
+fn strip_position(message: &str) -> String {
+    match message.find(" at line ") {
+        Some(i) => message[..i].to_owned(),
+        None => message.to_owned(),
+    }
+}
+
+/// Turns a serde message into a field problem. Unknown and missing fields name
+/// themselves in the message; other problems are at `path`.
+pub(crate) fn serde_problem(path: &str, message: &str) -> ApiError {
+    let named = |prefix: &str| {
+        message
+            .strip_prefix(prefix)
+            .and_then(|rest| rest.split('`').next())
+            .map(str::to_owned)
+    };
+    let join = |parent: &str, field: &str| {
+        if parent == "." || parent.is_empty() {
+            field.to_owned()
+        } else {
+            format!("{parent}.{field}")
+        }
+    };
+    if let Some(field) = named("unknown field `") {
+        // The path of an unknown field already ends with it.
+        let field = if path.ends_with(&field) {
+            path.to_owned()
+        } else {
+            join(path, &field)
+        };
+        return ApiError::field(field, "is not a known field");
+    }
+    if let Some(field) = named("missing field `") {
+        return ApiError::field(join(path, &field), "is required");
+    }
+    let field = if path == "." {
+        String::new()
+    } else {
+        path.to_owned()
+    };
+    ApiError::field(field, message)
+}
+
+/// Turns validator's errors into field problems, in field order.
+pub fn validation_error(errors: ValidationErrors) -> ApiError {
+    let mut details = Vec::new();
+    collect_problems("", &errors, &mut details);
+    details.sort_by(|a, b| a.field.cmp(&b.field));
+    ApiError::fields(details)
+}
+
+fn collect_problems(prefix: &str, errors: &ValidationErrors, out: &mut Vec<FieldProblem>) {
+    for (field, kind) in errors.errors() {
+        let field = json_name(field);
+        let name = if prefix.is_empty() {
+            field
+        } else {
+            format!("{prefix}.{field}")
+        };
+        match kind {
+            ValidationErrorsKind::Field(list) => {
+                for e in list {
+                    out.push(FieldProblem {
+                        field: name.clone(),
+                        problem: describe(e),
+                    });
+                }
+            }
+            ValidationErrorsKind::Struct(inner) => collect_problems(&name, inner, out),
+            ValidationErrorsKind::List(items) => {
+                for (i, inner) in items {
+                    collect_problems(&format!("{name}[{i}]"), inner, out);
+                }
+            }
+        }
+    }
+}
+
+/// The JSON name of a Rust field: bodies are camelCase, and `legacy_id` is `_id`.
+fn json_name(field: &str) -> String {
+    if field == "legacy_id" {
+        return "_id".to_owned();
+    }
+    let mut out = String::with_capacity(field.len());
+    let mut upper = false;
+    for c in field.chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn describe(e: &validator::ValidationError) -> String {
+    if let Some(message) = &e.message {
+        return message.to_string();
+    }
+    let param = |n: &str| e.params.get(n).map(|v| v.to_string());
+    match e.code.as_ref() {
+        "length" => match (param("min"), param("max")) {
+            (Some(min), Some(max)) => format!("must be between {min} and {max} characters"),
+            (Some(min), None) if min == "1" => "must not be empty".to_owned(),
+            (Some(min), None) => format!("must be at least {min} characters"),
+            (None, Some(max)) => format!("must be at most {max} characters"),
+            _ => "has the wrong length".to_owned(),
+        },
+        "range" => match (param("min"), param("max")) {
+            (Some(min), Some(max)) => format!("must be between {min} and {max}"),
+            (Some(min), None) => format!("must be at least {min}"),
+            (None, Some(max)) => format!("must be at most {max}"),
+            _ => "is out of range".to_owned(),
+        },
+        "email" => "must be an e-mail address".to_owned(),
+        code => code.replace('_', " "),
     }
 }

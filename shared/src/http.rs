@@ -17,10 +17,14 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter};
 use serde::de::DeserializeOwned;
-use validator::{Validate, ValidationErrors, ValidationErrorsKind};
+use validator::Validate;
 
-use crate::error::{ApiError, FieldProblem};
+pub use crate::context::current_request_id;
+pub use crate::error::parse_json;
+pub use crate::error::validation_error;
+use crate::error::{ApiError, serde_problem};
 use crate::ids;
+use crate::queue::{JobQueue, SharedQueue};
 use crate::store::SharedStore;
 
 /// Bodies larger than this are refused with 413 (the largest legitimate body, a
@@ -31,8 +35,8 @@ pub const BODY_LIMIT: usize = 512 * 1024;
 #[derive(Clone)]
 pub struct AppState {
     pub store: SharedStore,
-    /// Where contact imports go; `None` where imports are not configured.
-    pub queue: Option<crate::queue::SharedQueue>,
+    /// Where background jobs go; `None` where no queue is configured.
+    pub queue: Option<SharedQueue>,
 }
 
 impl AppState {
@@ -40,15 +44,15 @@ impl AppState {
         Self { store, queue: None }
     }
 
-    pub fn with_queue(mut self, queue: crate::queue::SharedQueue) -> Self {
+    pub fn with_queue(mut self, queue: SharedQueue) -> Self {
         self.queue = Some(queue);
         self
     }
 
-    /// The import queue, or a 503 saying it is not configured.
-    pub fn import_queue(&self) -> Result<&dyn crate::queue::ImportQueue, ApiError> {
+    /// The job queue, or a 503 saying it is not configured.
+    pub fn jobs(&self) -> Result<&dyn JobQueue, ApiError> {
         self.queue.as_deref().ok_or_else(|| {
-            ApiError::unavailable("contact imports are not configured here (CRM_IMPORT_QUEUE_URL)")
+            ApiError::unavailable("background jobs are not configured here (CRM_JOB_QUEUE_URL)")
         })
     }
 }
@@ -59,17 +63,6 @@ impl AppState {
 /// caller's `x-request-id` when given, a new ULID otherwise.
 #[derive(Debug, Clone)]
 pub struct RequestId(pub String);
-
-tokio::task_local! {
-    static REQUEST_ID: String;
-}
-
-/// The current request's id (for error bodies and logs), or "-" outside a request.
-pub fn current_request_id() -> String {
-    REQUEST_ID
-        .try_with(Clone::clone)
-        .unwrap_or_else(|_| "-".to_owned())
-}
 
 fn request_id_of(req: &Request) -> String {
     use lambda_http::request::RequestContext;
@@ -98,7 +91,7 @@ async fn request_context(mut req: Request, next: Next) -> Response {
         .map(|p| p.as_str().to_owned())
         .unwrap_or_else(|| "unmatched".to_owned());
     req.extensions_mut().insert(RequestId(request_id.clone()));
-    let mut response = REQUEST_ID.scope(request_id.clone(), next.run(req)).await;
+    let mut response = crate::context::scope(request_id.clone(), next.run(req)).await;
     let status = response.status().as_u16();
     let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
     tracing::info!(request_id = %request_id, method = %method, route = %route, status, latency_ms, "request");
@@ -236,145 +229,6 @@ where
         let value = parse_json::<T>(&bytes)?;
         value.validate().map_err(validation_error)?;
         Ok(Body(value))
-    }
-}
-
-/// Parses JSON, naming the field of the first problem.
-pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        if inner.is_syntax() || inner.is_eof() {
-            ApiError::bad_request(format!("malformed JSON: {inner}"))
-        } else {
-            serde_problem(&path, &strip_position(&inner.to_string()))
-        }
-    })?;
-    de.end()
-        .map_err(|e| ApiError::bad_request(format!("malformed JSON: {e}")))?;
-    Ok(value)
-}
-
-fn strip_position(message: &str) -> String {
-    match message.find(" at line ") {
-        Some(i) => message[..i].to_owned(),
-        None => message.to_owned(),
-    }
-}
-
-/// Turns a serde message into a field problem. Unknown and missing fields name
-/// themselves in the message; other problems are at `path`.
-fn serde_problem(path: &str, message: &str) -> ApiError {
-    let named = |prefix: &str| {
-        message
-            .strip_prefix(prefix)
-            .and_then(|rest| rest.split('`').next())
-            .map(str::to_owned)
-    };
-    let join = |parent: &str, field: &str| {
-        if parent == "." || parent.is_empty() {
-            field.to_owned()
-        } else {
-            format!("{parent}.{field}")
-        }
-    };
-    if let Some(field) = named("unknown field `") {
-        // The path of an unknown field already ends with it.
-        let field = if path.ends_with(&field) {
-            path.to_owned()
-        } else {
-            join(path, &field)
-        };
-        return ApiError::field(field, "is not a known field");
-    }
-    if let Some(field) = named("missing field `") {
-        return ApiError::field(join(path, &field), "is required");
-    }
-    let field = if path == "." {
-        String::new()
-    } else {
-        path.to_owned()
-    };
-    ApiError::field(field, message)
-}
-
-/// Turns validator's errors into field problems, in field order.
-pub fn validation_error(errors: ValidationErrors) -> ApiError {
-    let mut details = Vec::new();
-    collect_problems("", &errors, &mut details);
-    details.sort_by(|a, b| a.field.cmp(&b.field));
-    ApiError::fields(details)
-}
-
-fn collect_problems(prefix: &str, errors: &ValidationErrors, out: &mut Vec<FieldProblem>) {
-    for (field, kind) in errors.errors() {
-        let field = json_name(field);
-        let name = if prefix.is_empty() {
-            field
-        } else {
-            format!("{prefix}.{field}")
-        };
-        match kind {
-            ValidationErrorsKind::Field(list) => {
-                for e in list {
-                    out.push(FieldProblem {
-                        field: name.clone(),
-                        problem: describe(e),
-                    });
-                }
-            }
-            ValidationErrorsKind::Struct(inner) => collect_problems(&name, inner, out),
-            ValidationErrorsKind::List(items) => {
-                for (i, inner) in items {
-                    collect_problems(&format!("{name}[{i}]"), inner, out);
-                }
-            }
-        }
-    }
-}
-
-/// The JSON name of a Rust field: bodies are camelCase, and `legacy_id` is `_id`.
-fn json_name(field: &str) -> String {
-    if field == "legacy_id" {
-        return "_id".to_owned();
-    }
-    let mut out = String::with_capacity(field.len());
-    let mut upper = false;
-    for c in field.chars() {
-        if c == '_' {
-            upper = true;
-        } else if upper {
-            out.extend(c.to_uppercase());
-            upper = false;
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-fn describe(e: &validator::ValidationError) -> String {
-    if let Some(message) = &e.message {
-        return message.to_string();
-    }
-    let param = |n: &str| e.params.get(n).map(|v| v.to_string());
-    match e.code.as_ref() {
-        "length" => match (param("min"), param("max")) {
-            (Some(min), Some(max)) => format!("must be between {min} and {max} characters"),
-            (Some(min), None) if min == "1" => "must not be empty".to_owned(),
-            (Some(min), None) => format!("must be at least {min} characters"),
-            (None, Some(max)) => format!("must be at most {max} characters"),
-            _ => "has the wrong length".to_owned(),
-        },
-        "range" => match (param("min"), param("max")) {
-            (Some(min), Some(max)) => format!("must be between {min} and {max}"),
-            (Some(min), None) => format!("must be at least {min}"),
-            (None, Some(max)) => format!("must be at most {max}"),
-            _ => "is out of range".to_owned(),
-        },
-        "email" => "must be an e-mail address".to_owned(),
-        code => code.replace('_', " "),
     }
 }
 

@@ -109,6 +109,24 @@ pub fn parse_ts(text: &str) -> Option<Timestamp> {
         .map(|dt| dt.and_utc())
 }
 
+/// What a client may write for a time, in a query or a body: an RFC 3339
+/// date-time or a plain date (midnight UTC). Parsed at the boundary, so a bad
+/// value is a 400 naming its parameter before any domain code runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ClientTime(pub Timestamp);
+
+/// The one message for a time a client wrote wrong.
+pub const BAD_TIME: &str = "must be an RFC 3339 date-time or a date";
+
+impl<'de> serde::Deserialize<'de> for ClientTime {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        parse_ts(&text)
+            .map(ClientTime)
+            .ok_or_else(|| serde::de::Error::custom(BAD_TIME))
+    }
+}
+
 /// Serde helpers: timestamps always leave as RFC 3339 with milliseconds.
 pub mod ts_format {
     use super::*;

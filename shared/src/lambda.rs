@@ -21,14 +21,14 @@ pub fn init_logs() {
 }
 
 /// The state of a function: the DynamoDB store named by the environment and,
-/// where the function has it, the SQS import queue. One `SdkConfig` for both.
+/// where the function has it, the SQS job queue. One `SdkConfig` for both.
 pub async fn state() -> AppState {
     let config = Config::from_env();
     let sdk = config.sdk_config().await;
     #[allow(unused_mut)]
     let mut state = AppState::new(Arc::new(config.dynamo_store_with(&sdk)));
     #[cfg(feature = "sqs")]
-    if let Some(queue) = config.import_queue_with(&sdk) {
+    if let Some(queue) = config.job_queue_with(&sdk) {
         state.queue = Some(Arc::new(queue));
     }
     state

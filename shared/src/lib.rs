@@ -4,14 +4,18 @@
 
 pub mod auth;
 pub mod config;
+pub mod context;
 pub mod domain;
 pub mod error;
 pub mod http;
 pub mod ids;
 pub mod keys;
 pub mod lambda;
+pub mod load;
 pub mod page;
+pub mod period;
 pub mod phone;
+pub mod query;
 pub mod queue;
 pub mod record;
 pub mod store;

@@ -1,7 +1,11 @@
-//! The import queue: `POST /v3/contacts/import` records a job and sends its id
-//! here; the import worker creates the contacts. On AWS it is SQS (feature
-//! `sqs`) and the `import-worker` Lambda; locally (`crm serve`, tests) the same
-//! worker code runs in-process behind the same trait.
+//! The job queue: anything slow or retried is a job, a record in the table (its
+//! status, counts, errors) plus a small message naming its kind and id. On AWS
+//! the queue is SQS (feature `sqs`) and the `job-worker` Lambda; locally
+//! (`crm serve`, tests) the same runner runs in-process behind the same trait.
+//! Delivery is at least once everywhere, so every job is idempotent.
+//!
+//! This module knows no kind of job: the runner that dispatches on the kind is
+//! `crate::domain::jobs`, handed to the local queue by the host.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,42 +14,66 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
-use crate::store::SharedStore;
+use crate::store::{SharedStore, Store};
 
-/// The body of one queue message: which job to run. The contacts themselves are
-/// in the table (the job's chunks), so a message is tiny whatever the batch.
+/// The body of one queue message: which job to run. What the job works on is in
+/// the table (the job's record), so a message is tiny whatever the job.
+///
+/// `kind` is absent only from messages queued before jobs had kinds (they were
+/// all contact imports); the runner reads them as such.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
-pub struct ImportMessage {
+pub struct JobMessage {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
     pub workspace_id: u64,
     pub job_id: String,
 }
 
+impl JobMessage {
+    pub fn new(kind: &str, workspace_id: u64, job_id: impl Into<String>) -> Self {
+        Self {
+            kind: Some(kind.to_owned()),
+            workspace_id,
+            job_id: job_id.into(),
+        }
+    }
+}
+
 #[async_trait]
-pub trait ImportQueue: Send + Sync + 'static {
-    async fn send(&self, message: &ImportMessage) -> Result<(), String>;
+pub trait JobQueue: Send + Sync + 'static {
+    async fn send(&self, message: &JobMessage) -> Result<(), String>;
 }
 
-pub type SharedQueue = Arc<dyn ImportQueue>;
+pub type SharedQueue = Arc<dyn JobQueue>;
 
-/// In-process queue: a task that runs the worker on each message, retrying a
-/// failed run (as SQS would redeliver) a few times.
+/// Runs one job message to its end (or fails, to be delivered again).
+#[async_trait]
+pub trait JobRunner: Send + Sync + 'static {
+    async fn run(&self, store: &dyn Store, message: &JobMessage) -> Result<(), String>;
+}
+
+/// In-process queue: a task that runs each message, retrying a failed run (as
+/// SQS would redeliver) a few times with a growing pause.
 pub struct LocalQueue {
-    tx: mpsc::UnboundedSender<ImportMessage>,
+    tx: mpsc::UnboundedSender<JobMessage>,
 }
+
+/// Runs of one message before the local queue gives up (SQS's `maxReceiveCount`).
+pub const LOCAL_ATTEMPTS: u64 = 5;
 
 impl LocalQueue {
-    pub fn start(store: SharedStore) -> Self {
-        let (tx, mut rx) = mpsc::unbounded_channel::<ImportMessage>();
+    pub fn start(store: SharedStore, runner: Arc<dyn JobRunner>) -> Self {
+        let (tx, mut rx) = mpsc::unbounded_channel::<JobMessage>();
         tokio::spawn(async move {
             while let Some(message) = rx.recv().await {
-                let store = store.clone();
+                let (store, runner) = (store.clone(), runner.clone());
                 tokio::spawn(async move {
-                    for attempt in 1..=5u64 {
-                        match crate::domain::imports::process(store.as_ref(), &message).await {
-                            Ok(_) => break,
+                    for attempt in 1..=LOCAL_ATTEMPTS {
+                        match runner.run(store.as_ref(), &message).await {
+                            Ok(()) => break,
                             Err(e) => {
-                                tracing::warn!(job = %message.job_id, attempt, error = %e, "import run failed");
+                                tracing::warn!(job = %message.job_id, attempt, error = %e, "job run failed");
                                 tokio::time::sleep(Duration::from_millis(200 * attempt)).await;
                             }
                         }
@@ -58,11 +86,11 @@ impl LocalQueue {
 }
 
 #[async_trait]
-impl ImportQueue for LocalQueue {
-    async fn send(&self, message: &ImportMessage) -> Result<(), String> {
+impl JobQueue for LocalQueue {
+    async fn send(&self, message: &JobMessage) -> Result<(), String> {
         self.tx
             .send(message.clone())
-            .map_err(|_| "the local import worker stopped".to_owned())
+            .map_err(|_| "the local job runner stopped".to_owned())
     }
 }
 
@@ -85,8 +113,8 @@ impl SqsQueue {
 
 #[cfg(feature = "sqs")]
 #[async_trait]
-impl ImportQueue for SqsQueue {
-    async fn send(&self, message: &ImportMessage) -> Result<(), String> {
+impl JobQueue for SqsQueue {
+    async fn send(&self, message: &JobMessage) -> Result<(), String> {
         let body = serde_json::to_string(message).map_err(|e| e.to_string())?;
         self.client
             .send_message()
@@ -96,5 +124,25 @@ impl ImportQueue for SqsQueue {
             .await
             .map(|_| ())
             .map_err(|e| aws_sdk_sqs::error::DisplayErrorContext(&e).to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_names_its_kind() {
+        let m = JobMessage::new("contactImport", 7, "01J");
+        assert_eq!(
+            serde_json::to_value(&m).unwrap(),
+            serde_json::json!({ "kind": "contactImport", "workspaceId": 7, "jobId": "01J" })
+        );
+    }
+
+    #[test]
+    fn a_message_of_the_first_shape_still_reads() {
+        let m: JobMessage = serde_json::from_str(r#"{"workspaceId":7,"jobId":"01J"}"#).unwrap();
+        assert_eq!((m.kind, m.workspace_id), (None, 7));
     }
 }

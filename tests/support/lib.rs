@@ -133,7 +133,10 @@ impl TestApp {
         )
         .await
         .expect("bootstrap workspace 1");
-        let queue = Arc::new(shared::queue::LocalQueue::start(store.clone()));
+        let queue = Arc::new(shared::queue::LocalQueue::start(
+            store.clone(),
+            std::sync::Arc::new(shared::domain::jobs::Jobs),
+        ));
         Self {
             router: crm::app(AppState::new(store.clone()).with_queue(queue)),
             store,
@@ -294,11 +297,11 @@ macro_rules! api_test {
 /// A queue that only records what it is sent, for tests that run the import
 /// worker themselves (to redeliver, or to run it twice at once).
 #[derive(Default)]
-pub struct RecordingQueue(pub std::sync::Mutex<Vec<shared::queue::ImportMessage>>);
+pub struct RecordingQueue(pub std::sync::Mutex<Vec<shared::queue::JobMessage>>);
 
 #[async_trait::async_trait]
-impl shared::queue::ImportQueue for RecordingQueue {
-    async fn send(&self, message: &shared::queue::ImportMessage) -> Result<(), String> {
+impl shared::queue::JobQueue for RecordingQueue {
+    async fn send(&self, message: &shared::queue::JobMessage) -> Result<(), String> {
         self.0.lock().unwrap().push(message.clone());
         Ok(())
     }

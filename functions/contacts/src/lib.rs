@@ -143,7 +143,7 @@ async fn import(
     caller: Caller,
     Body(request): Body<ImportRequest>,
 ) -> Result<Response, ApiError> {
-    let job = imports::start(s.store.as_ref(), s.import_queue()?, &caller, request).await?;
+    let job = imports::start(s.store.as_ref(), s.jobs()?, &caller, request).await?;
     Ok(created(ImportJobView::from(job)))
 }
 

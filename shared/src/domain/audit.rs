@@ -2,62 +2,15 @@
 //! the change. Who (the token id), what (action, resource, id), when, and the
 //! request id that ties the entry to the request log.
 
-use serde::{Deserialize, Serialize};
-
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::ids;
 use crate::keys;
 use crate::page::{ListPage, Paging, counted_page, offset_page};
-use crate::record::{self, Record, Stamps};
+use crate::record;
 use crate::store::{Index, Key, Query, SkRange, Store};
 
-/// The counter behind the workspace's audit `totalCount`.
-pub const LIST: &str = "AUDIT";
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct AuditEntry {
-    pub id: String,
-    pub workspace_id: u64,
-    /// `<resource>.<verb>`, such as `tag.create` or `apiToken.revoke`.
-    pub action: String,
-    pub resource: String,
-    pub resource_id: String,
-    /// The API token that made the change.
-    pub token_id: String,
-    pub request_id: String,
-    #[serde(flatten)]
-    pub stamps: Stamps,
-}
-
-impl AuditEntry {
-    pub fn new(caller: &Caller, action: &str, resource: &str, resource_id: &str) -> Self {
-        Self {
-            id: ids::new_ulid(),
-            workspace_id: caller.workspace_id,
-            action: action.to_owned(),
-            resource: resource.to_owned(),
-            resource_id: resource_id.to_owned(),
-            token_id: caller.token_id.clone(),
-            request_id: caller.request_id.clone(),
-            stamps: Stamps::new(),
-        }
-    }
-}
-
-impl Record for AuditEntry {
-    const TYPE: &'static str = "AuditEntry";
-    fn key(&self) -> Key {
-        keys::audit_entry(self.workspace_id, &self.id)
-    }
-    fn index_keys(&self) -> Vec<(&'static str, String)> {
-        vec![
-            (keys::GSI1.pk, keys::ALL_AUDIT.into()),
-            (keys::GSI1.sk, self.id.clone()),
-        ]
-    }
-}
+pub use crate::record::{AUDIT_LIST as LIST, AuditEntry};
 
 /// The caller's workspace, newest first.
 pub async fn list(

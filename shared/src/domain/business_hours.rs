@@ -134,6 +134,20 @@ pub struct BusinessHourLine {
     pub data: BusinessHourData,
 }
 
+/// The `crm load` lines of this resource: `businessHour`.
+pub fn line_types() -> Vec<crate::load::LineType> {
+    vec![crate::load::LineType::of::<BusinessHourLine>()]
+}
+
+#[async_trait::async_trait]
+impl crate::load::Loadable for BusinessHourLine {
+    const TYPE: &'static str = "businessHour";
+
+    async fn load(self, store: &dyn Store, caller: &Caller) -> ApiResult<()> {
+        load(store, caller, self).await
+    }
+}
+
 pub async fn load(store: &dyn Store, caller: &Caller, line: BusinessHourLine) -> ApiResult<()> {
     let ws = caller.workspace_id;
     let build = |stored: Option<BusinessHour>| match stored {

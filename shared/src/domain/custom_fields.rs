@@ -200,6 +200,20 @@ pub struct CustomFieldLine {
     pub data: CustomFieldData,
 }
 
+/// The `crm load` lines of this resource: `customField`.
+pub fn line_types() -> Vec<crate::load::LineType> {
+    vec![crate::load::LineType::of::<CustomFieldLine>()]
+}
+
+#[async_trait::async_trait]
+impl crate::load::Loadable for CustomFieldLine {
+    const TYPE: &'static str = "customField";
+
+    async fn load(self, store: &dyn Store, caller: &Caller) -> ApiResult<()> {
+        load(store, caller, self).await
+    }
+}
+
 pub async fn load(store: &dyn Store, caller: &Caller, line: CustomFieldLine) -> ApiResult<()> {
     let ws = caller.workspace_id;
     let build = |stored: Option<CustomField>| match stored {

@@ -21,9 +21,12 @@ use crate::error::{ApiError, ApiResult};
 use crate::ids;
 use crate::keys;
 use crate::page::read_up_to;
-use crate::queue::{ImportMessage, ImportQueue};
+use crate::queue::{JobMessage, JobQueue};
 use crate::record::{self, CommitError, Mutation, Record, Stamps};
 use crate::store::{Index, Key, MAX_BATCH_GET, MAX_TRANSACTION_ITEMS, Query, SK, SkRange, Store};
+
+/// The kind of job message of an import.
+pub const KIND: &str = "contactImport";
 
 /// The largest batch of one request (the spec).
 pub const MAX_BATCH: usize = 500;
@@ -163,7 +166,7 @@ impl Record for Chunk {
 /// Validates the batch, records the job with its contacts and queues it.
 pub async fn start(
     store: &dyn Store,
-    queue: &dyn ImportQueue,
+    queue: &dyn JobQueue,
     caller: &Caller,
     request: ImportRequest,
 ) -> ApiResult<ImportJob> {
@@ -234,10 +237,7 @@ pub async fn start(
     m.commit(store, "contactImport.create", "contactImport", &job_id)
         .await?;
 
-    let message = ImportMessage {
-        workspace_id: caller.workspace_id,
-        job_id: job_id.clone(),
-    };
+    let message = JobMessage::new(KIND, caller.workspace_id, job_id.clone());
     queue.send(&message).await.map_err(|e| {
         tracing::error!(job = %job_id, error = %e, "could not queue an import");
         ApiError::unavailable("the import was recorded but could not be queued; retry the request")
@@ -259,15 +259,9 @@ pub async fn get(store: &dyn Store, caller: &Caller, job_id: &str) -> ApiResult<
 }
 
 /// Runs a job: creates the contacts whose phone is new. Safe to run again.
-pub async fn process(store: &dyn Store, message: &ImportMessage) -> ApiResult<ImportJob> {
-    let ws = message.workspace_id;
-    let mut job: ImportJob = record::find(
-        store,
-        &keys::import_job(ws, &message.job_id),
-        true,
-        "import job",
-    )
-    .await?;
+pub async fn process(store: &dyn Store, ws: u64, job_id: &str) -> ApiResult<ImportJob> {
+    let mut job: ImportJob =
+        record::find(store, &keys::import_job(ws, job_id), true, "import job").await?;
     if job.status == JobStatus::Done {
         return Ok(job);
     }
@@ -354,13 +348,8 @@ pub async fn process(store: &dyn Store, message: &ImportMessage) -> ApiResult<Im
         {
             Ok(()) => return Ok(job),
             Err(CommitError::Api(e)) if e.status == http::StatusCode::CONFLICT => {
-                job = record::find(
-                    store,
-                    &keys::import_job(ws, &message.job_id),
-                    true,
-                    "import job",
-                )
-                .await?;
+                job =
+                    record::find(store, &keys::import_job(ws, job_id), true, "import job").await?;
                 if job.status == JobStatus::Done {
                     return Ok(job);
                 }

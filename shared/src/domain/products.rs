@@ -165,6 +165,20 @@ pub async fn update(
     Ok(product)
 }
 
+/// The `crm load` lines of this resource: `product`.
+pub fn line_types() -> Vec<crate::load::LineType> {
+    vec![crate::load::LineType::of::<ProductLine>()]
+}
+
+#[async_trait::async_trait]
+impl crate::load::Loadable for ProductLine {
+    const TYPE: &'static str = "product";
+
+    async fn load(self, store: &dyn Store, caller: &Caller) -> ApiResult<()> {
+        load(store, caller, self).await
+    }
+}
+
 /// Loads one catalog product (creates it, or replaces it when it changed).
 pub async fn load(store: &dyn Store, caller: &Caller, line: ProductLine) -> ApiResult<()> {
     let ws = caller.workspace_id;

@@ -1,5 +1,6 @@
-//! The import worker as Lambda runs it: SQS events in, the ids of failed
-//! messages out (partial batch responses), idempotent on redelivery. With a local
+//! The job worker as Lambda runs it: SQS events in, the ids of failed
+//! messages out (partial batch responses), idempotent on redelivery, one
+//! dispatch on the message's kind. With a local
 //! SQS (moto, started by scripts/test.sh), the whole path: the API sends to SQS,
 //! the worker takes the messages from it.
 
@@ -11,11 +12,11 @@ use api_tests::{RecordingQueue, TestApp, api_test};
 use aws_lambda_events::event::sqs::SqsEvent;
 use shared::auth::Caller;
 use shared::domain::imports::{self, ImportRequest};
-use shared::queue::ImportMessage;
+use shared::queue::JobMessage;
 
 /// The event file of `events/`, with these message bodies.
 fn sqs_event(bodies: &[(&str, String)]) -> SqsEvent {
-    let path = format!("{}/../events/sqs-import.json", env!("CARGO_MANIFEST_DIR"));
+    let path = format!("{}/../events/sqs-job.json", env!("CARGO_MANIFEST_DIR"));
     let mut event: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let template = event["Records"][0].clone();
     event["Records"] = bodies
@@ -30,7 +31,7 @@ fn sqs_event(bodies: &[(&str, String)]) -> SqsEvent {
     serde_json::from_value(event).expect("an SQS event")
 }
 
-async fn queued_job(app: &TestApp, n: usize) -> ImportMessage {
+async fn queued_job(app: &TestApp, n: usize) -> JobMessage {
     let queue = RecordingQueue::default();
     let contacts: Vec<Value> = (0..n)
         .map(|i| json!({ "name": format!("w{i}"), "phone": format!("21 9{:08}", 70_000_000 + i) }))
@@ -60,22 +61,38 @@ api_test! {
     /// reported back, so SQS retries only those (then moves them to the DLQ).
     async fn reports_only_the_failed_messages(app) {
         let message = queued_job(&app, 3).await;
-        let unknown = ImportMessage { workspace_id: 1, job_id: shared::ids::new_ulid() };
+        assert_eq!(message.kind.as_deref(), Some("contactImport"));
+        let unknown = JobMessage::new("contactImport", 1, shared::ids::new_ulid());
+        let strange = JobMessage::new("teleport", 1, message.job_id.clone());
         let event = sqs_event(&[
             ("good", serde_json::to_string(&message).unwrap()),
             ("garbled", "{not json".to_owned()),
             ("unknown-job", serde_json::to_string(&unknown).unwrap()),
+            ("unknown-kind", serde_json::to_string(&strange).unwrap()),
         ]);
-        let response = import_worker::handle(app.store.as_ref(), event).await;
-        assert_eq!(failed_ids(&response), ["garbled", "unknown-job"]);
+        let response = job_worker::handle(app.store.as_ref(), event).await;
+        assert_eq!(failed_ids(&response), ["garbled", "unknown-job", "unknown-kind"]);
         assert_eq!(app.get("/v3/contacts").await.expect(200)["totalCount"], 3);
         let job = app.get(&format!("/v3/contacts/import/{}", message.job_id)).await.expect(200);
         assert_eq!((job["status"].clone(), job["created"].clone()), (json!("done"), json!(3)));
 
         // Redelivered: nothing new, nothing failed.
-        let again = import_worker::handle(app.store.as_ref(), sqs_event(&[("good", serde_json::to_string(&message).unwrap())])).await;
+        let again = job_worker::handle(app.store.as_ref(), sqs_event(&[("good", serde_json::to_string(&message).unwrap())])).await;
         assert!(again.batch_item_failures.is_empty());
         assert_eq!(app.get("/v3/contacts").await.expect(200)["totalCount"], 3);
+    }
+}
+
+api_test! {
+    /// Messages queued before jobs had kinds (`{ workspaceId, jobId }`) were all
+    /// contact imports, and still run as such.
+    async fn runs_messages_of_the_first_shape_as_imports(app) {
+        let message = queued_job(&app, 2).await;
+        let first_shape = json!({ "workspaceId": message.workspace_id, "jobId": message.job_id });
+        let response = job_worker::handle(app.store.as_ref(), sqs_event(&[("old", first_shape.to_string())])).await;
+        assert!(response.batch_item_failures.is_empty());
+        let job = app.get(&format!("/v3/contacts/import/{}", message.job_id)).await.expect(200);
+        assert_eq!((job["status"].clone(), job["created"].clone()), (json!("done"), json!(2)));
     }
 }
 
@@ -107,7 +124,7 @@ async fn imports_travel_through_sqs() {
             .endpoint_url(&sqs_endpoint)
             .build(),
     );
-    let queue_name = format!("crm-imports-{}", shared::ids::new_ulid().to_lowercase());
+    let queue_name = format!("crm-jobs-{}", shared::ids::new_ulid().to_lowercase());
     let url = sqs
         .create_queue()
         .queue_name(&queue_name)
@@ -117,10 +134,10 @@ async fn imports_travel_through_sqs() {
         .queue_url
         .unwrap();
     let config = shared::config::Config {
-        import_queue_url: Some(url.clone()),
+        job_queue_url: Some(url.clone()),
         ..config
     };
-    let queue = Arc::new(config.import_queue_with(&sdk).expect("a queue url"));
+    let queue = Arc::new(config.job_queue_with(&sdk).expect("a queue url"));
     let router = crm::app(shared::http::AppState::new(app.store.clone()).with_queue(queue));
 
     let contacts: Vec<Value> = (0..40)
@@ -162,7 +179,7 @@ async fn imports_travel_through_sqs() {
         .iter()
         .map(|m| (m.message_id.as_deref().unwrap(), m.body.clone().unwrap()))
         .collect();
-    let response = import_worker::handle(app.store.as_ref(), sqs_event(&bodies)).await;
+    let response = job_worker::handle(app.store.as_ref(), sqs_event(&bodies)).await;
     assert!(response.batch_item_failures.is_empty());
     assert_eq!(app.get("/v3/contacts").await.expect(200)["totalCount"], 40);
 }

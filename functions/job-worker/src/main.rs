@@ -1,4 +1,4 @@
-//! The import-worker Lambda: SQS events to the import worker, with partial
+//! The job-worker Lambda: SQS events to the job runner, with partial
 //! batch responses. The store and its client are built once per cold start.
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
@@ -12,9 +12,7 @@ async fn main() -> Result<(), Error> {
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
         let store = store.clone();
         async move {
-            Ok::<SqsBatchResponse, Error>(
-                import_worker::handle(store.as_ref(), event.payload).await,
-            )
+            Ok::<SqsBatchResponse, Error>(job_worker::handle(store.as_ref(), event.payload).await)
         }
     }))
     .await

@@ -1,76 +1,12 @@
-//! Records as items, and the one way to change them.
-//!
-//! A [`Record`] states its key and index attributes; [`to_item`] and [`from_item`]
-//! are the only conversions. A [`Mutation`] gathers the writes of one change (the
-//! record, its uniqueness sentinels, its list counters) and commits them in one
-//! transaction with the change's audit entry. A failed condition comes back as the
-//! API error its write declared, so races have one winner and a clear answer.
+//! The writes of one change, committed atomically with its audit entry.
 
-use serde::Serialize;
-use serde::de::DeserializeOwned;
-use serde_json::Value;
-
+use super::audit::{AUDIT_LIST, AuditEntry};
+use super::{COUNT, Record, Versioned, get, to_item};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
-use crate::ids::{self, Timestamp};
+use crate::ids;
 use crate::keys;
 use crate::store::{Condition, Item, Key, PK, SK, Store, StoreError, TYPE, Write};
-
-pub trait Record: Serialize + DeserializeOwned {
-    /// The entity type written to every item, for people reading the table.
-    const TYPE: &'static str;
-
-    fn key(&self) -> Key;
-
-    /// Secondary-index attributes, when the record is reachable through an index.
-    fn index_keys(&self) -> Vec<(&'static str, String)> {
-        Vec::new()
-    }
-}
-
-pub fn to_item<R: Record>(record: &R) -> ApiResult<Item> {
-    let Value::Object(mut item) = serde_json::to_value(record).map_err(ApiError::internal)? else {
-        return Err(ApiError::internal(format!(
-            "{} is not a JSON object",
-            R::TYPE
-        )));
-    };
-    let key = record.key();
-    item.insert(PK.into(), key.pk.into());
-    item.insert(SK.into(), key.sk.into());
-    item.insert(TYPE.into(), R::TYPE.into());
-    for (name, value) in record.index_keys() {
-        item.insert(name.into(), value.into());
-    }
-    Ok(item)
-}
-
-pub fn from_item<R: Record>(item: Item) -> ApiResult<R> {
-    serde_json::from_value(Value::Object(item))
-        .map_err(|e| ApiError::internal(format!("stored {} does not read back: {e}", R::TYPE)))
-}
-
-/// One record by key: one GetItem.
-pub async fn get<R: Record>(
-    store: &dyn Store,
-    key: &Key,
-    consistent: bool,
-) -> ApiResult<Option<R>> {
-    store.get(key, consistent).await?.map(from_item).transpose()
-}
-
-/// One record by key that must exist: an unknown key (or another workspace's,
-/// which is the same thing) is a 404 naming `what`.
-pub async fn find<R: Record>(
-    store: &dyn Store,
-    key: &Key,
-    consistent: bool,
-    what: &str,
-) -> ApiResult<R> {
-    get(store, key, consistent)
-        .await?
-        .ok_or_else(|| ApiError::not_found(what))
-}
 
 /// Loads a record an operator brings in (`crm load`). `build` makes the record
 /// from the stored one, if any, so that `createdAt` stays. A new record is
@@ -104,43 +40,6 @@ pub async fn upsert<R: Versioned + Clone>(
     let resource = R::TYPE.to_owned();
     m.commit(store, action, &resource, &key.sk).await?;
     Ok(next)
-}
-
-/// The value of a list's counter (its `totalCount`): one GetItem.
-pub async fn count(store: &dyn Store, key: &Key) -> ApiResult<u64> {
-    let item = store.get(key, false).await?;
-    Ok(item
-        .and_then(|i| i.get(COUNT).and_then(Value::as_i64))
-        .unwrap_or(0)
-        .max(0) as u64)
-}
-
-/// The attribute of a counter item.
-pub const COUNT: &str = "n";
-
-/// A record updated in place: it has timestamps and a version to move.
-pub trait Versioned: Record + PartialEq {
-    fn version(&self) -> u64;
-    fn set_version(&mut self, version: u64);
-    fn stamps_mut(&mut self) -> &mut Stamps;
-}
-
-/// Implements [`Versioned`] for records with `stamps` and `version` fields.
-#[macro_export]
-macro_rules! versioned {
-    ($($record:ty),* $(,)?) => {$(
-        impl $crate::record::Versioned for $record {
-            fn version(&self) -> u64 {
-                self.version
-            }
-            fn set_version(&mut self, version: u64) {
-                self.version = version;
-            }
-            fn stamps_mut(&mut self) -> &mut $crate::record::Stamps {
-                &mut self.stamps
-            }
-        }
-    )*};
 }
 
 /// Which write of a mutation failed its condition, and what that means to the client.
@@ -293,8 +192,7 @@ impl<'a> Mutation<'a> {
         resource: &str,
         resource_id: &str,
     ) -> Result<(), CommitError> {
-        let entry =
-            crate::domain::audit::AuditEntry::new(self.caller, action, resource, resource_id);
+        let entry = AuditEntry::new(self.caller, action, resource, resource_id);
         let audit_item = to_item(&entry)?;
         self.writes.push((
             Write::Put {
@@ -303,10 +201,7 @@ impl<'a> Mutation<'a> {
             },
             None,
         ));
-        self.count(
-            keys::counter(self.caller.workspace_id, crate::domain::audit::LIST),
-            1,
-        );
+        self.count(keys::counter(self.caller.workspace_id, AUDIT_LIST), 1);
         let shard = rand::random::<u32>() % keys::AUDIT_COUNTER_SHARDS;
         self.count(keys::audit_counter_shard(shard), 1);
 
@@ -350,45 +245,5 @@ impl From<CommitError> for ApiError {
             CommitError::IdTaken => ApiError::internal("id clash on a record that is not new"),
             CommitError::Api(e) => e,
         }
-    }
-}
-
-/// The timestamps every `/v3` record carries.
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct Stamps {
-    #[serde(with = "ids::ts_format")]
-    pub created_at: Timestamp,
-    #[serde(with = "ids::ts_format")]
-    pub last_update_at: Timestamp,
-    #[serde(
-        default,
-        with = "ids::ts_format::option",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub updated_at: Option<Timestamp>,
-}
-
-impl Stamps {
-    pub fn new() -> Self {
-        let now = ids::now();
-        Self {
-            created_at: now,
-            last_update_at: now,
-            updated_at: Some(now),
-        }
-    }
-
-    /// `lastUpdateAt` and `updatedAt` move on every update; `createdAt` never does.
-    pub fn touch(&mut self) {
-        let now = ids::now().max(self.last_update_at + chrono::Duration::milliseconds(1));
-        self.last_update_at = now;
-        self.updated_at = Some(now);
-    }
-}
-
-impl Default for Stamps {
-    fn default() -> Self {
-        Self::new()
     }
 }

@@ -1,0 +1,241 @@
+//! The create and PATCH bodies of both versions, and how they change a contact.
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use validator::Validate;
+
+use super::record::{ContactFields, CrmData};
+use crate::error::{ApiError, ApiResult};
+use crate::phone;
+use crate::validate::nullable;
+
+/// The `/v3` create and PATCH body: every field optional. `null` clears a field;
+/// `customFields` merges (a key set to `null` is removed). Limits: name, email
+/// and location 128 characters; phone, external ids, origin and social ids 100;
+/// `_id` 128; avatar 2,048; notes 10,000.
+#[derive(Debug, Default, Deserialize, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ContactInput {
+    #[serde(default, rename = "_id", deserialize_with = "nullable")]
+    #[validate(length(max = 128))]
+    pub legacy_id: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[validate(length(max = 128))]
+    pub name: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[validate(length(max = 128), email)]
+    pub email: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[validate(length(max = 100))]
+    pub phone: Option<Option<String>>,
+    /// find-or-create only: more phones to look the contact up by (at most 10).
+    #[serde(default)]
+    #[validate(length(min = 1, max = 10))]
+    pub phones: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[validate(length(max = 128))]
+    pub location: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[validate(length(max = 2048))]
+    pub avatar: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[validate(length(max = 10000))]
+    pub notes: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[validate(length(max = 100))]
+    pub external_id: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[validate(length(max = 100))]
+    pub origin: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[validate(length(max = 100))]
+    pub social_a_id: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[validate(length(max = 100))]
+    pub social_b_id: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[validate(length(max = 100))]
+    pub social_c_id: Option<Option<String>>,
+    #[serde(default, deserialize_with = "crate::validate::present")]
+    pub is_imported: Option<bool>,
+    #[serde(default, deserialize_with = "crate::validate::present")]
+    pub has_conversation: Option<bool>,
+    #[serde(default, deserialize_with = "crate::validate::present")]
+    pub new_contact: Option<bool>,
+    #[serde(default, deserialize_with = "crate::validate::present")]
+    pub is_private: Option<bool>,
+    #[serde(default, deserialize_with = "crate::validate::present")]
+    pub custom_fields: Option<Map<String, Value>>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub crm_data: Option<Option<CrmData>>,
+    #[serde(default, rename = "CustomerCustomField", deserialize_with = "nullable")]
+    pub customer_custom_field: Option<Option<Map<String, Value>>>,
+}
+
+/// The `/v1` create and PATCH body: the public fields, custom fields as `{ value }`.
+#[derive(Debug, Default, Deserialize, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ContactInputV1 {
+    #[serde(default, deserialize_with = "nullable")]
+    #[validate(length(max = 128))]
+    pub name: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[validate(length(max = 128), email)]
+    pub email: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[validate(length(max = 100))]
+    pub phone: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[validate(length(max = 128))]
+    pub location: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[validate(length(max = 2048))]
+    pub avatar: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[validate(length(max = 10000))]
+    pub notes: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[validate(length(max = 100))]
+    pub external_id: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[validate(length(max = 100))]
+    pub origin: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[validate(length(max = 100))]
+    pub social_a_id: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[validate(length(max = 100))]
+    pub social_b_id: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[validate(length(max = 100))]
+    pub social_c_id: Option<Option<String>>,
+    #[serde(default, deserialize_with = "crate::validate::present")]
+    pub is_imported: Option<bool>,
+    #[serde(default, deserialize_with = "crate::validate::present")]
+    pub has_conversation: Option<bool>,
+    #[serde(default, deserialize_with = "crate::validate::present")]
+    pub new_contact: Option<bool>,
+    #[serde(default, deserialize_with = "crate::validate::present")]
+    pub is_private: Option<bool>,
+    /// key -> `{ "value": ... }`; a key set to `null` is removed.
+    #[serde(default, deserialize_with = "crate::validate::present")]
+    pub custom_fields: Option<Map<String, Value>>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub crm_data: Option<Option<CrmData>>,
+}
+
+impl TryFrom<ContactInputV1> for ContactInput {
+    type Error = ApiError;
+
+    fn try_from(v1: ContactInputV1) -> ApiResult<Self> {
+        let custom_fields = v1
+            .custom_fields
+            .map(|fields| {
+                fields
+                    .into_iter()
+                    .map(|(key, wrapped)| match wrapped {
+                        Value::Null => Ok((key, Value::Null)),
+                        Value::Object(mut o) if o.len() == 1 && o.contains_key("value") => {
+                            Ok((key, o.remove("value").unwrap_or(Value::Null)))
+                        }
+                        _ => Err(ApiError::field(
+                            format!("customFields.{key}"),
+                            "must be an object { \"value\": ... } or null",
+                        )),
+                    })
+                    .collect::<ApiResult<Map<String, Value>>>()
+            })
+            .transpose()?;
+        Ok(Self {
+            name: v1.name,
+            email: v1.email,
+            phone: v1.phone,
+            location: v1.location,
+            avatar: v1.avatar,
+            notes: v1.notes,
+            external_id: v1.external_id,
+            origin: v1.origin,
+            social_a_id: v1.social_a_id,
+            social_b_id: v1.social_b_id,
+            social_c_id: v1.social_c_id,
+            is_imported: v1.is_imported,
+            has_conversation: v1.has_conversation,
+            new_contact: v1.new_contact,
+            is_private: v1.is_private,
+            custom_fields,
+            crm_data: v1.crm_data,
+            ..Self::default()
+        })
+    }
+}
+
+/// A text field set by a patch: trimmed, and empty means cleared.
+fn text_value(value: Option<String>) -> Option<String> {
+    value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+}
+
+/// The canonical phone of an input, or a 400 naming `field`.
+pub(super) fn canonical_phone(field: &str, raw: &str) -> ApiResult<String> {
+    phone::canonical(raw).map_err(|e| ApiError::field(field, e.to_string()))
+}
+
+impl ContactInput {
+    /// Applies the input to a contact's fields.
+    pub(super) fn apply(self, f: &mut ContactFields) -> ApiResult<()> {
+        macro_rules! texts {
+            ($($field:ident),*) => {$(
+                if let Some(value) = self.$field {
+                    f.$field = text_value(value);
+                }
+            )*};
+        }
+        texts!(
+            legacy_id,
+            name,
+            email,
+            location,
+            avatar,
+            notes,
+            external_id,
+            origin,
+            social_a_id,
+            social_b_id,
+            social_c_id
+        );
+        if let Some(value) = self.phone {
+            f.phone = text_value(value)
+                .map(|raw| canonical_phone("phone", &raw))
+                .transpose()?;
+        }
+        macro_rules! flags {
+            ($($field:ident),*) => {$(
+                if let Some(value) = self.$field {
+                    f.$field = value;
+                }
+            )*};
+        }
+        flags!(is_imported, has_conversation, new_contact, is_private);
+        if let Some(changes) = self.custom_fields {
+            for (key, value) in changes {
+                if value.is_null() {
+                    f.custom_fields.remove(&key);
+                } else {
+                    f.custom_fields.insert(key, value);
+                }
+            }
+        }
+        if let Some(crm_data) = self.crm_data {
+            f.crm_data = crm_data;
+        }
+        if let Some(ccf) = self.customer_custom_field {
+            f.customer_custom_field = ccf;
+        }
+        if f.name.is_none() && f.phone.is_none() && f.email.is_none() {
+            return Err(ApiError::field(
+                "name",
+                "a contact needs a name, a phone or an e-mail",
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,37 @@
+//! Contacts: one stored record, served as the `/v3` Contact and the `/v1` Contact.
+//!
+//! A contact's phone is its identity: stored in canonical E.164 form
+//! ([`crate::phone`]) and claimed through a sentinel item, so a workspace never
+//! has two contacts for one phone (create answers 409; find-or-create answers
+//! the existing contact). Its e-mail, the words of its name and its `newContact`
+//! flag are index items written in the contact's own transaction, so searches
+//! and filters read only what they return.
+//!
+//! - `record`: the stored contact and its index items;
+//! - `view`: the `/v3` and `/v1` shapes, and the `/v3` listing with organizations;
+//! - `input`: the bodies and how they change a contact;
+//! - `write`: create, update, find-or-create, by phone;
+//! - `list`: `GET /v3/contacts` and its filters; `search`: the `search` term;
+//! - `window`: `GET /v3/contacts/all`; `v1`: `GET /v1/contacts`.
+
+mod input;
+mod list;
+mod record;
+mod search;
+mod v1;
+mod view;
+mod window;
+mod write;
+
+pub use input::{ContactInput, ContactInputV1};
+pub use list::{ContactQuery, SortField, SortOrder, list};
+pub use record::{Contact, ContactFields, CrmData, Referrals};
+pub use v1::{V1Query, list_v1};
+pub use view::{ContactListItem, ContactV1, ContactV3, list_items};
+pub use window::{MAX_WINDOW_HOURS, WindowQuery, list_window};
+pub use write::{Creation, by_phone, create, find_or_create, get, update};
+pub(crate) use write::{add_contact, index_item_count};
+
+/// Counters behind `totalCount`.
+pub const LIST: &str = "CONTACT";
+pub const NEW_LIST: &str = "NEWCONTACT";

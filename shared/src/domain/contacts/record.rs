@@ -1,0 +1,181 @@
+//! The stored contact, its key and index attributes, and its index items.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::keys;
+use crate::record::{Record, Stamps};
+use crate::store::{Item, Key, PK, SK, TYPE};
+use crate::text;
+
+/// `crmData`: the members the spec lists for `/v1`, used by both versions.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CrmData {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utm_campaigns: Option<Map<String, Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub referrals: Option<Referrals>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crm_alpha_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crm_beta_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crm_beta_type: Option<String>,
+    #[serde(default, rename = "cloud_api", skip_serializing_if = "Option::is_none")]
+    pub cloud_api: Option<Map<String, Value>>,
+}
+
+/// `crmData.referrals`: string members only, the ones the spec names.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Referrals {
+    #[serde(default, rename = "_bg", skip_serializing_if = "Option::is_none")]
+    pub bg: Option<String>,
+    #[serde(default, rename = "_bt", skip_serializing_if = "Option::is_none")]
+    pub bt: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gclid: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offer: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utm_ad: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utm_term: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gad_source: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utm_medium: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utm_source: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utm_ad_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utm_campaign: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utm_ad_collection: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utm_campaign_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utm_ad_collection_name: Option<String>,
+}
+
+/// The writable fields of a contact, as stored and as `/v3` shows them.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ContactFields {
+    #[serde(default, rename = "_id", skip_serializing_if = "Option::is_none")]
+    pub legacy_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    /// Canonical E.164.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phone: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub avatar: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notes: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub social_a_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub social_b_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub social_c_id: Option<String>,
+    #[serde(default)]
+    pub is_imported: bool,
+    #[serde(default)]
+    pub has_conversation: bool,
+    #[serde(default)]
+    pub new_contact: bool,
+    #[serde(default)]
+    pub is_private: bool,
+    #[serde(default)]
+    pub custom_fields: Map<String, Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crm_data: Option<CrmData>,
+    #[serde(
+        default,
+        rename = "CustomerCustomField",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub customer_custom_field: Option<Map<String, Value>>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Contact {
+    pub id: u64,
+    pub workspace_id: u64,
+    #[serde(flatten)]
+    pub fields: ContactFields,
+    #[serde(flatten)]
+    pub stamps: Stamps,
+    pub version: u64,
+    /// Organizations linked by `crm load` (not a field of the spec's record; a
+    /// listing with `withOrganization=true` shows them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub organization_ids: Vec<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub main_organization_id: Option<u64>,
+}
+
+crate::versioned!(Contact);
+
+impl Record for Contact {
+    const TYPE: &'static str = "Contact";
+    fn key(&self) -> Key {
+        keys::contact(self.workspace_id, self.id)
+    }
+    fn index_keys(&self) -> Vec<(&'static str, String)> {
+        let name = text::fold(self.fields.name.as_deref().unwrap_or(""));
+        vec![
+            (keys::GSI1.pk, keys::contacts_by_name(self.workspace_id)),
+            (keys::GSI1.sk, keys::contact_name_sort(&name, self.id)),
+        ]
+    }
+}
+
+impl Contact {
+    /// The non-unique index items of this contact: e-mail, name words, new.
+    pub(super) fn index_item_keys(&self) -> BTreeSet<Key> {
+        let ws = self.workspace_id;
+        let mut keys = BTreeSet::new();
+        if let Some(email) = &self.fields.email {
+            keys.insert(keys::contact_email(ws, &email.to_lowercase(), self.id));
+        }
+        for word in text::search_words(self.fields.name.as_deref().unwrap_or("")) {
+            keys.insert(keys::contact_word(ws, &word, self.id));
+        }
+        if self.fields.new_contact {
+            keys.insert(keys::new_contact(ws, self.id));
+        }
+        keys
+    }
+
+    pub(super) fn index_item(&self, key: Key) -> Item {
+        let mut item = Item::new();
+        item.insert(PK.into(), key.pk.into());
+        item.insert(SK.into(), key.sk.into());
+        item.insert(TYPE.into(), "ContactIndex".into());
+        item.insert("contactId".into(), self.id.into());
+        item
+    }
+}

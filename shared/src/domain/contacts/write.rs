@@ -1,0 +1,231 @@
+//! Creating and changing contacts: the phone sentinel, the index items and the
+//! counters move in the contact's own transaction.
+
+use serde_json::Value;
+
+use super::input::{ContactInput, canonical_phone};
+use super::record::{Contact, ContactFields};
+use super::{LIST, NEW_LIST};
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::keys;
+use crate::record::{self, Mutation, Stamps, with_fresh_id};
+use crate::store::{Key, SK, Store};
+
+fn phone_taken(phone: &str) -> ApiError {
+    ApiError::conflict(format!(
+        "a contact with phone {phone} already exists in this workspace"
+    ))
+}
+
+/// How a contact comes to be (for the audit entry and `isImported`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Creation {
+    Api,
+    FindOrCreate,
+}
+
+/// Items a new contact writes besides itself and its phone sentinel.
+pub(crate) fn index_item_count(contact: &Contact) -> usize {
+    contact.index_item_keys().len()
+}
+
+/// Adds a new contact and its index items to a mutation; `count` moves the list
+/// counter for it (an import moves it once for a whole transaction).
+pub(crate) fn add_contact(m: &mut Mutation<'_>, contact: &Contact, count: bool) -> ApiResult<()> {
+    let ws = contact.workspace_id;
+    m.create(contact)?;
+    if let Some(phone) = &contact.fields.phone {
+        m.claim(
+            keys::contact_phone(ws, phone),
+            &contact.id.to_string(),
+            phone_taken(phone),
+        );
+    }
+    for key in contact.index_item_keys() {
+        m.put_item(contact.index_item(key));
+    }
+    if count {
+        m.count(keys::counter(ws, LIST), 1);
+    }
+    if contact.fields.new_contact {
+        m.count(keys::counter(ws, NEW_LIST), 1);
+    }
+    Ok(())
+}
+
+pub async fn create(
+    store: &dyn Store,
+    caller: &Caller,
+    input: ContactInput,
+    how: Creation,
+) -> ApiResult<Contact> {
+    if how == Creation::Api && input.phones.is_some() {
+        return Err(ApiError::field(
+            "phones",
+            "only find-or-create takes a list of phones",
+        ));
+    }
+    let mut fields = ContactFields::default();
+    input.apply(&mut fields)?;
+    with_fresh_id(|id| {
+        let contact = Contact {
+            id,
+            workspace_id: caller.workspace_id,
+            fields: fields.clone(),
+            stamps: Stamps::new(),
+            version: 1,
+            organization_ids: Vec::new(),
+            main_organization_id: None,
+        };
+        async move {
+            let mut m = Mutation::new(caller);
+            add_contact(&mut m, &contact, true)?;
+            m.commit(store, "contact.create", "contact", &contact.id.to_string())
+                .await?;
+            Ok(contact)
+        }
+    })
+    .await
+}
+
+/// One contact by id: one GetItem.
+pub async fn get(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<Contact> {
+    record::find(
+        store,
+        &keys::contact(caller.workspace_id, id),
+        false,
+        "contact",
+    )
+    .await
+}
+
+pub async fn update(
+    store: &dyn Store,
+    caller: &Caller,
+    id: u64,
+    input: ContactInput,
+) -> ApiResult<Contact> {
+    if input.phones.is_some() {
+        return Err(ApiError::field(
+            "phones",
+            "only find-or-create takes a list of phones",
+        ));
+    }
+    let current: Contact = record::find(
+        store,
+        &keys::contact(caller.workspace_id, id),
+        true,
+        "contact",
+    )
+    .await?;
+    let mut contact = current.clone();
+    input.apply(&mut contact.fields)?;
+    let ws = caller.workspace_id;
+    let mut m = Mutation::new(caller);
+    if !m.update(&current, &mut contact)? {
+        return Ok(current);
+    }
+    if contact.fields.phone != current.fields.phone {
+        if let Some(old) = &current.fields.phone {
+            m.remove(keys::contact_phone(ws, old));
+        }
+        if let Some(new) = &contact.fields.phone {
+            m.claim(
+                keys::contact_phone(ws, new),
+                &id.to_string(),
+                phone_taken(new),
+            );
+        }
+    }
+    let (old, new) = (current.index_item_keys(), contact.index_item_keys());
+    for key in old.difference(&new) {
+        m.remove(key.clone());
+    }
+    for key in new.difference(&old) {
+        m.put_item(contact.index_item(key.clone()));
+    }
+    match (current.fields.new_contact, contact.fields.new_contact) {
+        (false, true) => m.count(keys::counter(ws, NEW_LIST), 1),
+        (true, false) => m.count(keys::counter(ws, NEW_LIST), -1),
+        _ => &mut m,
+    };
+    m.commit(store, "contact.update", "contact", &id.to_string())
+        .await?;
+    Ok(contact)
+}
+
+/// The contact that holds a canonical phone, if any: one GetItem, then one more.
+pub async fn by_phone(
+    store: &dyn Store,
+    caller: &Caller,
+    e164: &str,
+) -> ApiResult<Option<Contact>> {
+    let Some(sentinel) = store
+        .get(&keys::contact_phone(caller.workspace_id, e164), true)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let Some(id) = sentinel
+        .get("owner")
+        .and_then(Value::as_str)
+        .and_then(|o| o.parse().ok())
+    else {
+        return Ok(None);
+    };
+    record::get(store, &keys::contact(caller.workspace_id, id), true).await
+}
+
+/// Finds the contact of any of the phones (every variant is one canonical phone),
+/// or creates it with the first. Two concurrent calls for one phone get one contact.
+pub async fn find_or_create(
+    store: &dyn Store,
+    caller: &Caller,
+    mut input: ContactInput,
+) -> ApiResult<(Contact, bool)> {
+    let mut phones = Vec::new();
+    if let Some(Some(raw)) = &input.phone {
+        phones.push(canonical_phone("phone", raw)?);
+    }
+    for (i, raw) in input.phones.take().unwrap_or_default().iter().enumerate() {
+        let canonical = canonical_phone(&format!("phones[{i}]"), raw)?;
+        if !phones.contains(&canonical) {
+            phones.push(canonical);
+        }
+    }
+    let Some(first) = phones.first().cloned() else {
+        return Err(ApiError::field(
+            "phone",
+            "find-or-create needs a phone or a list of phones",
+        ));
+    };
+    let keys: Vec<Key> = phones
+        .iter()
+        .map(|p| keys::contact_phone(caller.workspace_id, p))
+        .collect();
+    let found = store.batch_get(&keys).await?;
+    // The first phone supplied that has a contact wins.
+    for phone in &phones {
+        let holder = found
+            .iter()
+            .find(|i| i.get(SK).and_then(Value::as_str) == Some(phone.as_str()));
+        if holder.is_some()
+            && let Some(contact) = by_phone(store, caller, phone).await?
+        {
+            return Ok((contact, false));
+        }
+    }
+    input.phone = Some(Some(first.clone()));
+    match create(store, caller, input, Creation::FindOrCreate).await {
+        Ok(contact) => Ok((contact, true)),
+        // Another request created it in between: answer that contact.
+        Err(e) if e.status == http::StatusCode::CONFLICT => {
+            match by_phone(store, caller, &first).await? {
+                Some(contact) => Ok((contact, false)),
+                None => Err(e),
+            }
+        }
+        Err(e) => Err(e),
+    }
+}

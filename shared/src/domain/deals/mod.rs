@@ -1,0 +1,44 @@
+//! Deals: records of the sales pipeline, with honest derived fields.
+//!
+//! - Moving to `won` or `lost` stamps `wonLostDate`; back to `open` clears it.
+//! - `lostReason` and `lostReasonObs` live on lost deals only: leaving `lost`
+//!   clears them, and setting them on a deal that is not lost is a 400.
+//! - A stage change stamps `lastStageChanged` and adds the time spent in the
+//!   previous stage (milliseconds) to `timeInStage[<previous stageId>]`. Both are
+//!   computed: a body that sets them is a 400.
+//! - A deal's contact is a contact of the workspace (`contactId` or
+//!   `contact.id`); the deal keeps a snapshot of it. Deal products are catalog
+//!   products; `total` is computed when absent.
+//!
+//! Lists: each deal writes small index items (by stage, status, operator,
+//! pipeline, contact, and each tag and product), each holding a digest of the
+//! deal. A list reads the narrowest partition its filters name, in the creation
+//! window as an id range, and filters the rest on the digests; then it reads the
+//! page's deals. An unfiltered list is one Query and the counter.
+
+//!
+//! - `record`: the stored deal and its parts; `view`: the spec's Deal;
+//! - `index`: the index items and their digests; `input`: bodies and the rules
+//!   above; `write`: create, get, update;
+//! - `query`: the list's parameters in every form; `list`: the list itself.
+
+mod index;
+mod input;
+mod list;
+mod query;
+mod record;
+mod view;
+mod write;
+
+pub use index::Digest;
+pub use input::DealInput;
+pub use list::list;
+pub use query::{DealQuery, PeriodMetric, SortBy, parse_query};
+pub use record::{
+    AuthorType, Deal, DealContact, DealContactInput, DealContext, DealConversation, DealFields,
+    DealProduct, DealStatus, DiscountKind, DiscountType,
+};
+pub use view::DealView;
+pub use write::{create, get, update};
+
+pub const LIST: &str = "DEAL";

@@ -1,0 +1,257 @@
+//! The stored deal and its parts.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use validator::Validate;
+
+use crate::domain::contacts::Contact;
+use crate::ids::{self, Timestamp};
+use crate::keys;
+use crate::record::{Record, Stamps};
+use crate::store::Key;
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum DealStatus {
+    Open,
+    Won,
+    Lost,
+}
+
+impl DealStatus {
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            DealStatus::Open => "open",
+            DealStatus::Won => "won",
+            DealStatus::Lost => "lost",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum AuthorType {
+    User,
+    Bot,
+    Automation,
+    Workflow,
+    Unknown,
+    Cadence,
+}
+
+/// The deal's snapshot of its contact.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DealContact {
+    pub id: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub avatar: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phone: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    #[serde(with = "ids::ts_format")]
+    pub created_at: Timestamp,
+    pub is_private: bool,
+}
+
+impl From<&Contact> for DealContact {
+    fn from(c: &Contact) -> Self {
+        Self {
+            id: c.id,
+            name: c.fields.name.clone(),
+            avatar: c.fields.avatar.clone(),
+            phone: c.fields.phone.clone(),
+            email: c.fields.email.clone(),
+            created_at: c.stamps.created_at,
+            is_private: c.fields.is_private,
+        }
+    }
+}
+
+/// The contact member of a request: `id` names the contact; the rest is taken
+/// from the contact record.
+#[derive(Debug, Clone, Deserialize, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DealContactInput {
+    pub id: u64,
+    pub name: Option<String>,
+    pub avatar: Option<String>,
+    pub phone: Option<String>,
+    pub email: Option<String>,
+    pub created_at: Option<String>,
+    pub is_private: Option<bool>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DealConversation {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform_id: Option<u64>,
+    #[serde(
+        default,
+        with = "ids::ts_format::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub last_message_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub show_pending: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_at: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum DiscountKind {
+    /// `discount` is a percentage of price × quantity.
+    Percent,
+    /// `discount` is an amount off price × quantity.
+    Amount,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DiscountType {
+    #[serde(rename = "type")]
+    pub kind: DiscountKind,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DealProduct {
+    /// A catalog product id.
+    #[validate(length(min = 1, max = 32))]
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[validate(length(max = 128))]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[validate(range(min = 0.0, max = 1e12))]
+    pub price: Option<f64>,
+    #[serde(default = "one")]
+    #[validate(range(min = 0.0, max = 1e9))]
+    pub quantity: f64,
+    #[serde(default)]
+    #[validate(range(min = 0.0, max = 1e12))]
+    pub discount: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discount_type: Option<DiscountType>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<f64>,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+impl DealProduct {
+    /// price × quantity less the discount (a percentage or an amount), never below 0.
+    pub(super) fn computed_total(&self) -> f64 {
+        let gross = self.price.unwrap_or(0.0) * self.quantity;
+        let net = match self.discount_type.as_ref().map(|d| d.kind) {
+            Some(DiscountKind::Percent) => gross * (1.0 - self.discount.min(100.0) / 100.0),
+            Some(DiscountKind::Amount) | None => gross - self.discount,
+        };
+        (net.max(0.0) * 100.0).round() / 100.0
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DealContext {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[validate(length(max = 128))]
+    pub automation_id: Option<String>,
+}
+
+/// The fields of a deal, as stored and as the API shows them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DealFields {
+    #[serde(default, rename = "_id", skip_serializing_if = "Option::is_none")]
+    pub legacy_id: Option<String>,
+    pub name: String,
+    pub value: f64,
+    pub status: DealStatus,
+    pub contact: DealContact,
+    pub operator_id: u64,
+    pub group_id: u64,
+    pub pipeline_id: String,
+    pub stage_id: String,
+    pub origin: String,
+    pub tag_ids: Vec<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_reason: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_reason_obs: Option<String>,
+    #[serde(default)]
+    pub products: Vec<DealProduct>,
+    #[serde(
+        default,
+        with = "ids::ts_format::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub won_lost_date: Option<Timestamp>,
+    #[serde(
+        default,
+        with = "ids::ts_format::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub due_date: Option<Timestamp>,
+    #[serde(
+        default,
+        with = "ids::ts_format::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub last_stage_changed: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<DealConversation>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub campaign: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author_type: Option<AuthorType>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author_id: Option<Map<String, Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub position: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub focused_counts: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comments: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<Map<String, Value>>,
+    /// Milliseconds spent in each stage left so far.
+    #[serde(default)]
+    pub time_in_stage: BTreeMap<String, i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom_fields: Option<Map<String, Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<DealContext>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Deal {
+    pub id: u64,
+    pub workspace_id: u64,
+    #[serde(flatten)]
+    pub fields: DealFields,
+    #[serde(flatten)]
+    pub stamps: Stamps,
+    pub version: u64,
+}
+
+crate::versioned!(Deal);
+
+impl Record for Deal {
+    const TYPE: &'static str = "Deal";
+    fn key(&self) -> Key {
+        keys::deal(self.workspace_id, self.id)
+    }
+}

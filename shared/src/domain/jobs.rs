@@ -1,0 +1,54 @@
+//! The background jobs of the service, by kind: the one place that knows them.
+//! A job is a record in the table plus a [`JobMessage`] naming its kind; the
+//! `job-worker` Lambda (SQS) and the local queue both hand each message to
+//! [`run`]. Adding a job is one arm here and its `process` function.
+
+use async_trait::async_trait;
+
+use crate::domain::imports;
+use crate::error::ApiResult;
+use crate::queue::{JobMessage, JobRunner};
+use crate::store::Store;
+
+/// What a job run did, for the worker's log line.
+#[derive(Debug)]
+pub struct Outcome {
+    pub kind: &'static str,
+    pub summary: String,
+}
+
+/// Runs one job message. An unknown kind is an error (the message goes back to
+/// the queue and, after its retries, to the dead-letter queue for a person to see).
+pub async fn run(store: &dyn Store, message: &JobMessage) -> ApiResult<Outcome> {
+    // Messages queued before jobs had kinds were all contact imports.
+    let kind = message.kind.as_deref().unwrap_or(imports::KIND);
+    let (ws, id) = (message.workspace_id, message.job_id.as_str());
+    match kind {
+        imports::KIND => {
+            let job = imports::process(store, ws, id).await?;
+            Ok(Outcome {
+                kind: imports::KIND,
+                summary: format!(
+                    "created {}, ignored {}, failed {}",
+                    job.created, job.ignored, job.failed
+                ),
+            })
+        }
+        other => Err(crate::error::ApiError::bad_request(format!(
+            "unknown job kind {other:?}"
+        ))),
+    }
+}
+
+/// The runner the local queue uses: [`run`].
+pub struct Jobs;
+
+#[async_trait]
+impl JobRunner for Jobs {
+    async fn run(&self, store: &dyn Store, message: &JobMessage) -> Result<(), String> {
+        run(store, message)
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+}

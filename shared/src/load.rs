@@ -1,0 +1,79 @@
+//! `crm load`: records an operator brings in as JSON lines, each naming its
+//! `type`. A resource declares the line types it takes next to its own code
+//! (an implementation of [`Loadable`] and a [`LineType::of`] in its
+//! `line_types()`); `crate::domain::line_types` gathers them. This module knows
+//! no resource: it finds a line's type, parses and validates the line strictly,
+//! and hands it to its resource.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use async_trait::async_trait;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use validator::Validate;
+
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult, parse_json};
+use crate::store::Store;
+
+/// A line type of `crm load`: a body that loads itself into a workspace.
+#[async_trait]
+pub trait Loadable: DeserializeOwned + Validate + Send + 'static {
+    /// The line's `type`, such as `product`.
+    const TYPE: &'static str;
+
+    /// Loads the record: loading the same line again changes nothing, and a
+    /// changed line replaces the record and its index items.
+    async fn load(self, store: &dyn Store, caller: &Caller) -> ApiResult<()>;
+}
+
+type LoadFuture<'a> = Pin<Box<dyn Future<Output = ApiResult<()>> + Send + 'a>>;
+
+/// One entry of the registry.
+#[derive(Clone, Copy)]
+pub struct LineType {
+    pub name: &'static str,
+    run: for<'a> fn(&'a dyn Store, &'a Caller, Value) -> LoadFuture<'a>,
+}
+
+impl LineType {
+    pub fn of<T: Loadable>() -> Self {
+        Self {
+            name: T::TYPE,
+            run: run::<T>,
+        }
+    }
+}
+
+fn run<'a, T: Loadable>(store: &'a dyn Store, caller: &'a Caller, line: Value) -> LoadFuture<'a> {
+    Box::pin(async move {
+        // Re-read through serde_path_to_error so a problem names its field.
+        let bytes = serde_json::to_vec(&line).map_err(ApiError::internal)?;
+        let line: T = parse_json(&bytes)?;
+        line.validate().map_err(crate::error::validation_error)?;
+        line.load(store, caller).await
+    })
+}
+
+/// Loads one line of a load file; answers its type.
+pub async fn load_line(
+    types: &[LineType],
+    store: &dyn Store,
+    caller: &Caller,
+    text: &str,
+) -> ApiResult<&'static str> {
+    let mut line: serde_json::Map<String, Value> = parse_json(text.as_bytes())?;
+    let Some(Value::String(name)) = line.remove("type") else {
+        return Err(ApiError::field("type", "is required (the kind of record)"));
+    };
+    let Some(kind) = types.iter().find(|t| t.name == name) else {
+        let known: Vec<&str> = types.iter().map(|t| t.name).collect();
+        return Err(ApiError::field(
+            "type",
+            format!("must be one of {}", known.join(", ")),
+        ));
+    };
+    (kind.run)(store, caller, Value::Object(line)).await?;
+    Ok(kind.name)
+}

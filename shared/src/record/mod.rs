@@ -1,0 +1,175 @@
+//! Records as items, and the one way to change them.
+//!
+//! A [`Record`] states its key and index attributes; [`to_item`] and [`from_item`]
+//! are the only conversions. A [`Mutation`] gathers the writes of one change (the
+//! record, its uniqueness sentinels, its list counters) and commits them in one
+//! transaction with the change's [`AuditEntry`]. A failed condition comes back as
+//! the API error its write declared, so races have one winner and a clear answer.
+//!
+//! This layer sits on the store and the keys and names no resource: the audit
+//! entry is its own, since every mutation writes one.
+
+mod audit;
+mod mutation;
+
+pub use audit::{AUDIT_LIST, AuditEntry};
+pub use mutation::{CommitError, Mutation, upsert, with_fresh_id};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::error::{ApiError, ApiResult};
+use crate::ids::{self, Timestamp};
+use crate::store::{Item, Key, PK, SK, Store, TYPE};
+
+pub trait Record: Serialize + DeserializeOwned {
+    /// The entity type written to every item, for people reading the table.
+    const TYPE: &'static str;
+
+    fn key(&self) -> Key;
+
+    /// Secondary-index attributes, when the record is reachable through an index.
+    fn index_keys(&self) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
+}
+
+pub fn to_item<R: Record>(record: &R) -> ApiResult<Item> {
+    let Value::Object(mut item) = serde_json::to_value(record).map_err(ApiError::internal)? else {
+        return Err(ApiError::internal(format!(
+            "{} is not a JSON object",
+            R::TYPE
+        )));
+    };
+    let key = record.key();
+    item.insert(PK.into(), key.pk.into());
+    item.insert(SK.into(), key.sk.into());
+    item.insert(TYPE.into(), R::TYPE.into());
+    for (name, value) in record.index_keys() {
+        item.insert(name.into(), value.into());
+    }
+    Ok(item)
+}
+
+pub fn from_item<R: Record>(item: Item) -> ApiResult<R> {
+    serde_json::from_value(Value::Object(item))
+        .map_err(|e| ApiError::internal(format!("stored {} does not read back: {e}", R::TYPE)))
+}
+
+/// One record by key: one GetItem.
+pub async fn get<R: Record>(
+    store: &dyn Store,
+    key: &Key,
+    consistent: bool,
+) -> ApiResult<Option<R>> {
+    store.get(key, consistent).await?.map(from_item).transpose()
+}
+
+/// One record by key that must exist: an unknown key (or another workspace's,
+/// which is the same thing) is a 404 naming `what`.
+pub async fn find<R: Record>(
+    store: &dyn Store,
+    key: &Key,
+    consistent: bool,
+    what: &str,
+) -> ApiResult<R> {
+    get(store, key, consistent)
+        .await?
+        .ok_or_else(|| ApiError::not_found(what))
+}
+
+/// Records by key, in the order of `keys`; missing ones are left out. One
+/// BatchGetItem per 100 keys: the way every list loads its page after reading
+/// ids from an index.
+pub async fn find_many<R: Record>(store: &dyn Store, keys: &[Key]) -> ApiResult<Vec<R>> {
+    let mut found = std::collections::HashMap::with_capacity(keys.len());
+    for chunk in keys.chunks(crate::store::MAX_BATCH_GET) {
+        for item in store.batch_get(chunk).await? {
+            if let Some(key) = Key::of(&item) {
+                found.insert(key, item);
+            }
+        }
+    }
+    keys.iter()
+        .filter_map(|key| found.remove(key))
+        .map(from_item)
+        .collect()
+}
+
+/// The value of a list's counter (its `totalCount`): one GetItem.
+pub async fn count(store: &dyn Store, key: &Key) -> ApiResult<u64> {
+    let item = store.get(key, false).await?;
+    Ok(item
+        .and_then(|i| i.get(COUNT).and_then(Value::as_i64))
+        .unwrap_or(0)
+        .max(0) as u64)
+}
+
+/// The attribute of a counter item.
+pub const COUNT: &str = "n";
+
+/// A record updated in place: it has timestamps and a version to move.
+pub trait Versioned: Record + PartialEq {
+    fn version(&self) -> u64;
+    fn set_version(&mut self, version: u64);
+    fn stamps_mut(&mut self) -> &mut Stamps;
+}
+
+/// Implements [`Versioned`] for records with `stamps` and `version` fields.
+#[macro_export]
+macro_rules! versioned {
+    ($($record:ty),* $(,)?) => {$(
+        impl $crate::record::Versioned for $record {
+            fn version(&self) -> u64 {
+                self.version
+            }
+            fn set_version(&mut self, version: u64) {
+                self.version = version;
+            }
+            fn stamps_mut(&mut self) -> &mut $crate::record::Stamps {
+                &mut self.stamps
+            }
+        }
+    )*};
+}
+
+/// The timestamps every `/v3` record carries.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Stamps {
+    #[serde(with = "ids::ts_format")]
+    pub created_at: Timestamp,
+    #[serde(with = "ids::ts_format")]
+    pub last_update_at: Timestamp,
+    #[serde(
+        default,
+        with = "ids::ts_format::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub updated_at: Option<Timestamp>,
+}
+
+impl Stamps {
+    pub fn new() -> Self {
+        let now = ids::now();
+        Self {
+            created_at: now,
+            last_update_at: now,
+            updated_at: Some(now),
+        }
+    }
+
+    /// `lastUpdateAt` and `updatedAt` move on every update; `createdAt` never does.
+    pub fn touch(&mut self) {
+        let now = ids::now().max(self.last_update_at + chrono::Duration::milliseconds(1));
+        self.last_update_at = now;
+        self.updated_at = Some(now);
+    }
+}
+
+impl Default for Stamps {
+    fn default() -> Self {
+        Self::new()
+    }
+}
