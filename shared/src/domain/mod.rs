@@ -17,6 +17,9 @@ pub mod tokens;
 pub mod utility;
 pub mod workspaces;
 
+#[cfg(test)]
+mod item_shapes;
+
 use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::load::LineType;

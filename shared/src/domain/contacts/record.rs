@@ -155,7 +155,7 @@ impl Record for Contact {
 
 impl Contact {
     /// The non-unique index items of this contact: e-mail, name words, new.
-    pub(super) fn index_item_keys(&self) -> BTreeSet<Key> {
+    pub(crate) fn index_item_keys(&self) -> BTreeSet<Key> {
         let ws = self.workspace_id;
         let mut keys = BTreeSet::new();
         if let Some(email) = &self.fields.email {
@@ -170,7 +170,7 @@ impl Contact {
         keys
     }
 
-    pub(super) fn index_item(&self, key: Key) -> Item {
+    pub(crate) fn index_item(&self, key: Key) -> Item {
         let mut item = Item::new();
         item.insert(PK.into(), key.pk.into());
         item.insert(SK.into(), key.sk.into());

@@ -79,7 +79,7 @@ impl Deal {
         parts
     }
 
-    pub(super) fn index_items(&self) -> Vec<Item> {
+    pub(crate) fn index_items(&self) -> Vec<Item> {
         let digest = serde_json::to_value(self.digest()).unwrap_or(Value::Null);
         self.partitions()
             .into_iter()

@@ -102,7 +102,7 @@ impl Record for Conversation {
 
 impl Conversation {
     /// Its index items: by last-session time, overall and in its segment.
-    pub(super) fn index_keys(&self) -> Vec<Key> {
+    pub(crate) fn index_keys(&self) -> Vec<Key> {
         let Some(session) = &self.last_session else {
             return Vec::new();
         };
@@ -120,7 +120,7 @@ impl Conversation {
     }
 }
 
-pub(super) fn index_item(key: Key, contact_id: u64) -> Item {
+pub(crate) fn index_item(key: Key, contact_id: u64) -> Item {
     let mut item = Item::new();
     item.insert(PK.into(), key.pk.into());
     item.insert(SK.into(), key.sk.into());

@@ -1,0 +1,116 @@
+//! Stored item shapes, pinned. `item_shapes.json` holds one item of every
+//! stored entity exactly as this version writes it (taken from a running
+//! store). Each test reads the literal back into its record and writes the
+//! record again: the item must come out equal, key attributes, index keys and
+//! `_type` included. A renamed or retyped field, in a record or in a view that
+//! shares its struct, fails here before it can make stored items unreadable.
+//! Changing a shape on purpose means changing the literal, and saying how
+//! items already stored are read (a default, an alias, a migration).
+
+use serde_json::{Map, Value};
+
+use crate::record::{self, Record};
+use crate::store::Item;
+use crate::store::memory::as_dynamodb_number;
+
+fn literal(entity: &str) -> Item {
+    let all: Map<String, Value> =
+        serde_json::from_str(include_str!("item_shapes.json")).expect("item_shapes.json");
+    match all.get(entity) {
+        Some(Value::Object(item)) => item.clone(),
+        _ => panic!("no literal item for {entity}"),
+    }
+}
+
+/// An item as the store keeps it (whole floats read back as integers).
+fn stored(item: Item) -> Value {
+    let mut value = Value::Object(item);
+    as_dynamodb_number(&mut value);
+    value
+}
+
+/// Reads the literal item into `R` and writes it back: the same item.
+fn round_trip<R: Record>(entity: &str) -> R {
+    let item = literal(entity);
+    let record: R = record::from_item(item.clone())
+        .unwrap_or_else(|e| panic!("{entity} does not read back: {}", e.message));
+    let written = record::to_item(&record).expect("an item");
+    assert_eq!(
+        stored(written),
+        stored(item),
+        "the stored shape of {entity} changed"
+    );
+    record
+}
+
+#[test]
+fn workspaces_tokens_and_audit_entries_keep_their_shape() {
+    round_trip::<crate::domain::workspaces::Workspace>("Workspace");
+    round_trip::<crate::domain::tokens::ApiToken>("ApiToken");
+    round_trip::<crate::auth::TokenSecret>("TokenSecret");
+    round_trip::<crate::record::AuditEntry>("AuditEntry");
+}
+
+#[test]
+fn tags_keep_their_shape() {
+    round_trip::<crate::domain::tags::Tag>("Tag");
+}
+
+#[test]
+fn contacts_and_their_index_items_keep_their_shape() {
+    let contact = round_trip::<crate::domain::contacts::Contact>("Contact");
+    let items: Vec<Value> = contact
+        .index_item_keys()
+        .into_iter()
+        .map(|key| stored(contact.index_item(key)))
+        .collect();
+    assert!(
+        items.contains(&stored(literal("ContactIndex"))),
+        "the contact index item changed: {items:?}"
+    );
+}
+
+#[test]
+fn deals_and_their_digests_keep_their_shape() {
+    let deal = round_trip::<crate::domain::deals::Deal>("Deal");
+    let items: Vec<Value> = deal.index_items().into_iter().map(stored).collect();
+    assert!(
+        items.contains(&stored(literal("DealIndex"))),
+        "the deal index item (its digest) changed: {items:?}"
+    );
+}
+
+#[test]
+fn relations_keep_their_shape() {
+    use crate::domain::relations::{Conversation, Organization, index_item};
+    round_trip::<Organization>("Organization");
+    let conversation = round_trip::<Conversation>("Conversation");
+    let items: Vec<Value> = conversation
+        .index_keys()
+        .into_iter()
+        .map(|key| stored(index_item(key, conversation.contact_id)))
+        .collect();
+    assert!(
+        items.contains(&stored(literal("RelationIndex"))),
+        "{items:?}"
+    );
+}
+
+#[test]
+fn catalog_records_keep_their_shape() {
+    round_trip::<crate::domain::products::Product>("Product");
+    round_trip::<crate::domain::custom_fields::CustomField>("CustomField");
+    round_trip::<crate::domain::business_hours::BusinessHour>("BusinessHour");
+}
+
+#[test]
+fn dashboards_and_snapshots_keep_their_shape() {
+    round_trip::<crate::domain::dashboards::Dashboard>("Dashboard");
+    round_trip::<crate::domain::dashboards::Snapshot>("Snapshot");
+}
+
+#[test]
+fn import_jobs_and_their_chunks_keep_their_shape() {
+    round_trip::<crate::domain::imports::ImportJob>("ImportJob");
+    round_trip::<crate::domain::imports::Chunk>("ImportChunk");
+}

@@ -1,0 +1,65 @@
+//! The table definition (tests and `crm create-table`).
+
+use aws_sdk_dynamodb::error::ProvideErrorMetadata;
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ScalarAttributeType,
+};
+
+use super::{DynamoStore, invalid, sdk_error};
+use crate::store::*;
+
+impl DynamoStore {
+    /// Creates the table and its indexes (tests, `crm create-table`). The same
+    /// definition stands in `infra/template.yaml`; a test keeps the two equal.
+    pub async fn create_table(&self) -> Result<(), StoreError> {
+        let mut attributes = vec![PK, SK];
+        let mut gsis = Vec::new();
+        for index in crate::keys::GSIS {
+            attributes.extend([index.pk, index.sk]);
+            gsis.push(
+                GlobalSecondaryIndex::builder()
+                    .index_name(index.name.unwrap_or_default())
+                    .key_schema(key_element(index.pk, KeyType::Hash))
+                    .key_schema(key_element(index.sk, KeyType::Range))
+                    .projection(
+                        Projection::builder()
+                            .projection_type(ProjectionType::All)
+                            .build(),
+                    )
+                    .build()
+                    .map_err(invalid)?,
+            );
+        }
+        let mut req = self
+            .client
+            .create_table()
+            .table_name(&self.table)
+            .billing_mode(BillingMode::PayPerRequest)
+            .key_schema(key_element(PK, KeyType::Hash))
+            .key_schema(key_element(SK, KeyType::Range))
+            .set_global_secondary_indexes(Some(gsis));
+        for name in attributes {
+            req = req.attribute_definitions(
+                AttributeDefinition::builder()
+                    .attribute_name(name)
+                    .attribute_type(ScalarAttributeType::S)
+                    .build()
+                    .map_err(invalid)?,
+            );
+        }
+        match req.send().await {
+            Ok(_) => Ok(()),
+            Err(e) if e.code() == Some("ResourceInUseException") => Ok(()),
+            Err(e) => Err(sdk_error(e)),
+        }
+    }
+}
+
+fn key_element(name: &str, key_type: KeyType) -> KeySchemaElement {
+    KeySchemaElement::builder()
+        .attribute_name(name)
+        .key_type(key_type)
+        .build()
+        .expect("attribute name and key type are set")
+}
