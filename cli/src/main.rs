@@ -215,7 +215,7 @@ async fn load(args: Load) -> Result<(), String> {
     };
     shared::record::find::<workspaces::Workspace>(
         store.as_ref(),
-        &keys::workspace(args.workspace),
+        &keys::workspace(args.workspace.into()),
         true,
         "workspace",
     )

@@ -15,6 +15,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::ApiError;
 use crate::http::{AppState, RequestId};
+use crate::ids::WorkspaceId;
 use crate::ids::{self, Timestamp};
 use crate::keys;
 use crate::record::{self, Record};
@@ -35,7 +36,7 @@ pub enum Scope {
 /// The authenticated caller of one request.
 #[derive(Debug, Clone)]
 pub struct Caller {
-    pub workspace_id: u64,
+    pub workspace_id: WorkspaceId,
     pub token_id: String,
     pub scopes: Vec<Scope>,
     pub request_id: String,
@@ -57,7 +58,8 @@ impl Caller {
     }
 
     /// A caller acting for the system (operator tools), for audit entries.
-    pub fn system(workspace_id: u64, who: &str) -> Self {
+    pub fn system(workspace_id: impl Into<WorkspaceId>, who: &str) -> Self {
+        let workspace_id = workspace_id.into();
         Self {
             workspace_id,
             token_id: who.to_owned(),
@@ -72,7 +74,7 @@ impl Caller {
 #[serde(rename_all = "camelCase")]
 pub struct TokenSecret {
     pub sha256: String,
-    pub workspace_id: u64,
+    pub workspace_id: WorkspaceId,
     pub token_id: String,
     pub scopes: Vec<Scope>,
     #[serde(

@@ -85,6 +85,33 @@ pub fn padded(id: u64) -> String {
     format!("{id:0width$}", width = ID_WIDTH)
 }
 
+/// The tenant of every record and key. A type of its own so that a workspace
+/// id can never be passed where an entity id is expected (or the reverse): the
+/// key builders take it first, and no key of a tenant can be built without it.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(transparent)]
+pub struct WorkspaceId(pub u64);
+
+/// A contact's id where it sits beside another entity's id in a key (an
+/// organization link, a last session), so the two cannot be swapped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ContactId(pub u64);
+
+/// From a number the outside world gives (a path, a CLI flag, a test).
+impl From<u64> for WorkspaceId {
+    fn from(id: u64) -> Self {
+        WorkspaceId(id)
+    }
+}
+
+impl std::fmt::Display for WorkspaceId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 /// Timestamps are RFC 3339 UTC with milliseconds: `2026-11-22T01:48:19.123Z`.
 pub type Timestamp = DateTime<Utc>;
 

@@ -47,7 +47,8 @@
 //! with a workspace: a bearer token arrives before its workspace is known, and the
 //! operator's audit view spans workspaces by design.
 
-use crate::ids::padded;
+use crate::ids::WorkspaceId;
+use crate::ids::{ContactId, padded};
 use crate::store::{Index, Key};
 
 /// The one secondary index: overloaded keys, projection ALL.
@@ -64,44 +65,44 @@ pub const GSIS: &[Index] = &[GSI1];
 /// every mutation of every workspace would otherwise share.
 pub const AUDIT_COUNTER_SHARDS: u32 = 8;
 
-fn ws(workspace_id: u64) -> String {
+fn ws(workspace_id: WorkspaceId) -> String {
     format!("W#{workspace_id}")
 }
 
-pub fn workspace(workspace_id: u64) -> Key {
+pub fn workspace(workspace_id: WorkspaceId) -> Key {
     Key::new(ws(workspace_id), "WORKSPACE")
 }
 
 /// The counter item behind a list's `totalCount`.
-pub fn counter(workspace_id: u64, list: &str) -> Key {
+pub fn counter(workspace_id: WorkspaceId, list: &str) -> Key {
     Key::new(ws(workspace_id), format!("COUNT#{list}"))
 }
 
 /// The partition that holds one kind of record of a workspace.
-pub fn collection(workspace_id: u64, kind: &str) -> String {
+pub fn collection(workspace_id: WorkspaceId, kind: &str) -> String {
     format!("{}#{kind}", ws(workspace_id))
 }
 
-pub fn tag(workspace_id: u64, tag_id: u64) -> Key {
+pub fn tag(workspace_id: WorkspaceId, tag_id: u64) -> Key {
     Key::new(collection(workspace_id, "TAG"), padded(tag_id))
 }
 
-pub fn tags(workspace_id: u64) -> String {
+pub fn tags(workspace_id: WorkspaceId) -> String {
     collection(workspace_id, "TAG")
 }
 
-pub fn tag_name(workspace_id: u64, normalized_name: &str) -> Key {
+pub fn tag_name(workspace_id: WorkspaceId, normalized_name: &str) -> Key {
     Key::new(
         collection(workspace_id, "UNIQUE"),
         format!("TAGNAME#{normalized_name}"),
     )
 }
 
-pub fn token(workspace_id: u64, token_id: &str) -> Key {
+pub fn token(workspace_id: WorkspaceId, token_id: &str) -> Key {
     Key::new(collection(workspace_id, "TOKEN"), token_id)
 }
 
-pub fn tokens(workspace_id: u64) -> String {
+pub fn tokens(workspace_id: WorkspaceId) -> String {
     collection(workspace_id, "TOKEN")
 }
 
@@ -109,11 +110,11 @@ pub fn token_secret(sha256_hex: &str) -> Key {
     Key::new(format!("SECRET#{sha256_hex}"), "SECRET")
 }
 
-pub fn audit_entry(workspace_id: u64, entry_id: &str) -> Key {
+pub fn audit_entry(workspace_id: WorkspaceId, entry_id: &str) -> Key {
     Key::new(collection(workspace_id, "AUDIT"), entry_id)
 }
 
-pub fn audit_entries(workspace_id: u64) -> String {
+pub fn audit_entries(workspace_id: WorkspaceId) -> String {
     collection(workspace_id, "AUDIT")
 }
 
@@ -124,16 +125,16 @@ pub fn audit_counter_shard(shard: u32) -> Key {
     Key::new(ALL_AUDIT, format!("COUNT#{shard}"))
 }
 
-pub fn contact(workspace_id: u64, contact_id: u64) -> Key {
+pub fn contact(workspace_id: WorkspaceId, contact_id: u64) -> Key {
     Key::new(contacts(workspace_id), padded(contact_id))
 }
 
-pub fn contacts(workspace_id: u64) -> String {
+pub fn contacts(workspace_id: WorkspaceId) -> String {
     collection(workspace_id, "CONTACT")
 }
 
 /// gsi1 partition of contacts by name.
-pub fn contacts_by_name(workspace_id: u64) -> String {
+pub fn contacts_by_name(workspace_id: WorkspaceId) -> String {
     collection(workspace_id, "CONTACTNAME")
 }
 
@@ -141,19 +142,19 @@ pub fn contact_name_sort(folded_name: &str, contact_id: u64) -> String {
     format!("{folded_name}#{}", padded(contact_id))
 }
 
-pub fn new_contacts(workspace_id: u64) -> String {
+pub fn new_contacts(workspace_id: WorkspaceId) -> String {
     collection(workspace_id, "NEWCONTACT")
 }
 
-pub fn new_contact(workspace_id: u64, contact_id: u64) -> Key {
+pub fn new_contact(workspace_id: WorkspaceId, contact_id: u64) -> Key {
     Key::new(new_contacts(workspace_id), padded(contact_id))
 }
 
-pub fn contact_phone(workspace_id: u64, e164: &str) -> Key {
+pub fn contact_phone(workspace_id: WorkspaceId, e164: &str) -> Key {
     Key::new(collection(workspace_id, "PHONE"), e164)
 }
 
-pub fn contact_emails(workspace_id: u64) -> String {
+pub fn contact_emails(workspace_id: WorkspaceId) -> String {
     collection(workspace_id, "EMAIL")
 }
 
@@ -162,56 +163,64 @@ pub fn contact_email_prefix(email: &str) -> String {
     format!("{email}#")
 }
 
-pub fn contact_email(workspace_id: u64, email: &str, contact_id: u64) -> Key {
+pub fn contact_email(workspace_id: WorkspaceId, email: &str, contact_id: u64) -> Key {
     Key::new(
         contact_emails(workspace_id),
         format!("{email}#{}", padded(contact_id)),
     )
 }
 
-pub fn contact_words(workspace_id: u64) -> String {
+pub fn contact_words(workspace_id: WorkspaceId) -> String {
     collection(workspace_id, "NAMEWORD")
 }
 
-pub fn contact_word(workspace_id: u64, word: &str, contact_id: u64) -> Key {
+pub fn contact_word(workspace_id: WorkspaceId, word: &str, contact_id: u64) -> Key {
     Key::new(
         contact_words(workspace_id),
         format!("{word}#{}", padded(contact_id)),
     )
 }
 
-pub fn organization(workspace_id: u64, organization_id: u64) -> Key {
+pub fn organization(workspace_id: WorkspaceId, organization_id: u64) -> Key {
     Key::new(collection(workspace_id, "ORG"), padded(organization_id))
 }
 
-pub fn organization_contacts(workspace_id: u64, organization_id: u64) -> String {
+pub fn organization_contacts(workspace_id: WorkspaceId, organization_id: u64) -> String {
     collection(workspace_id, &format!("ORG#{organization_id}"))
 }
 
-pub fn organization_contact(workspace_id: u64, organization_id: u64, contact_id: u64) -> Key {
+pub fn organization_contact(
+    workspace_id: WorkspaceId,
+    organization_id: u64,
+    ContactId(contact_id): ContactId,
+) -> Key {
     Key::new(
         organization_contacts(workspace_id, organization_id),
         padded(contact_id),
     )
 }
 
-pub fn conversation(workspace_id: u64, conversation_id: u64) -> Key {
+pub fn conversation(workspace_id: WorkspaceId, conversation_id: u64) -> Key {
     Key::new(
         collection(workspace_id, "CONVERSATION"),
         padded(conversation_id),
     )
 }
 
-pub fn last_sessions(workspace_id: u64) -> String {
+pub fn last_sessions(workspace_id: WorkspaceId) -> String {
     collection(workspace_id, "LASTSESSION")
 }
 
-pub fn segment_sessions(workspace_id: u64, segment_id: &str) -> String {
+pub fn segment_sessions(workspace_id: WorkspaceId, segment_id: &str) -> String {
     collection(workspace_id, &format!("SEGMENT#{segment_id}"))
 }
 
 /// `<time>#<contact:16>#<conversation:16>`: by time, then contact.
-pub fn last_session_sort(time: &str, contact_id: u64, conversation_id: u64) -> String {
+pub fn last_session_sort(
+    time: &str,
+    ContactId(contact_id): ContactId,
+    conversation_id: u64,
+) -> String {
     format!("{time}#{}#{}", padded(contact_id), padded(conversation_id))
 }
 
@@ -222,69 +231,69 @@ pub fn last_session_contact(sk: &str) -> Option<u64> {
     parts.next()?.parse().ok()
 }
 
-pub fn product(workspace_id: u64, product_id: u64) -> Key {
+pub fn product(workspace_id: WorkspaceId, product_id: u64) -> Key {
     Key::new(products(workspace_id), padded(product_id))
 }
 
-pub fn products(workspace_id: u64) -> String {
+pub fn products(workspace_id: WorkspaceId) -> String {
     collection(workspace_id, "PRODUCT")
 }
 
-pub fn deal(workspace_id: u64, deal_id: u64) -> Key {
+pub fn deal(workspace_id: WorkspaceId, deal_id: u64) -> Key {
     Key::new(deals(workspace_id), padded(deal_id))
 }
 
-pub fn deals(workspace_id: u64) -> String {
+pub fn deals(workspace_id: WorkspaceId) -> String {
     collection(workspace_id, "DEAL")
 }
 
 /// The deals of one stage, status, operator, pipeline, contact, tag or product.
-pub fn deals_by(workspace_id: u64, kind: &str, value: &str) -> String {
+pub fn deals_by(workspace_id: WorkspaceId, kind: &str, value: &str) -> String {
     collection(workspace_id, &format!("DEAL#{kind}#{value}"))
 }
 
-pub fn custom_field(workspace_id: u64, id: u64) -> Key {
+pub fn custom_field(workspace_id: WorkspaceId, id: u64) -> Key {
     Key::new(custom_fields(workspace_id), padded(id))
 }
 
-pub fn custom_fields(workspace_id: u64) -> String {
+pub fn custom_fields(workspace_id: WorkspaceId) -> String {
     collection(workspace_id, "CUSTOMFIELD")
 }
 
-pub fn business_hour(workspace_id: u64, id: u64) -> Key {
+pub fn business_hour(workspace_id: WorkspaceId, id: u64) -> Key {
     Key::new(business_hours(workspace_id), padded(id))
 }
 
-pub fn business_hours(workspace_id: u64) -> String {
+pub fn business_hours(workspace_id: WorkspaceId) -> String {
     collection(workspace_id, "BUSINESSHOUR")
 }
 
-pub fn dashboard(workspace_id: u64, id: u64) -> Key {
+pub fn dashboard(workspace_id: WorkspaceId, id: u64) -> Key {
     Key::new(collection(workspace_id, "DASHBOARD"), padded(id))
 }
 
-pub fn snapshots(workspace_id: u64, dashboard_id: u64) -> String {
+pub fn snapshots(workspace_id: WorkspaceId, dashboard_id: u64) -> String {
     collection(workspace_id, &format!("SNAPSHOT#{dashboard_id}"))
 }
 
-pub fn snapshot(workspace_id: u64, dashboard_id: u64, snapshot_id: &str) -> Key {
+pub fn snapshot(workspace_id: WorkspaceId, dashboard_id: u64, snapshot_id: &str) -> Key {
     Key::new(snapshots(workspace_id, dashboard_id), snapshot_id)
 }
 
 /// The counter of one dashboard's snapshots.
-pub fn snapshot_counter(workspace_id: u64, dashboard_id: u64) -> Key {
+pub fn snapshot_counter(workspace_id: WorkspaceId, dashboard_id: u64) -> Key {
     counter(workspace_id, &format!("SNAPSHOT#{dashboard_id}"))
 }
 
-pub fn import_job(workspace_id: u64, job_id: &str) -> Key {
+pub fn import_job(workspace_id: WorkspaceId, job_id: &str) -> Key {
     Key::new(collection(workspace_id, "IMPORT"), job_id)
 }
 
-pub fn import_chunks(workspace_id: u64, job_id: &str) -> String {
+pub fn import_chunks(workspace_id: WorkspaceId, job_id: &str) -> String {
     collection(workspace_id, &format!("IMPORT#{job_id}"))
 }
 
-pub fn import_chunk(workspace_id: u64, job_id: &str, n: usize) -> Key {
+pub fn import_chunk(workspace_id: WorkspaceId, job_id: &str, n: usize) -> Key {
     Key::new(import_chunks(workspace_id, job_id), format!("CHUNK#{n:04}"))
 }
 
@@ -300,24 +309,24 @@ mod tests {
     #[test]
     fn tenant_keys_start_with_the_workspace() {
         for key in [
-            workspace(7),
-            counter(7, "TAG"),
-            tag(7, 42),
-            tag_name(7, "vip"),
-            token(7, "01J"),
-            audit_entry(7, "01J"),
+            workspace(WorkspaceId(7)),
+            counter(WorkspaceId(7), "TAG"),
+            tag(WorkspaceId(7), 42),
+            tag_name(WorkspaceId(7), "vip"),
+            token(WorkspaceId(7), "01J"),
+            audit_entry(WorkspaceId(7), "01J"),
         ] {
             assert!(key.pk == "W#7" || key.pk.starts_with("W#7#"), "{key:?}");
         }
         // W#7 must not be a prefix of W#70's partitions in a way a query could confuse:
         // queries are on whole partition keys, and the separator ends the number.
-        assert_ne!(tags(7), tags(70));
-        assert!(!tags(70).starts_with(&format!("{}#", ws(7))));
+        assert_ne!(tags(WorkspaceId(7)), tags(WorkspaceId(70)));
+        assert!(!tags(WorkspaceId(70)).starts_with(&format!("{}#", ws(WorkspaceId(7)))));
     }
 
     #[test]
     fn tag_keys_sort_in_id_order() {
-        assert!(tag(1, 9).sk < tag(1, 10).sk);
-        assert_eq!(tag(1, 42).sk, "0000000000000042");
+        assert!(tag(WorkspaceId(1), 9).sk < tag(WorkspaceId(1), 10).sk);
+        assert_eq!(tag(WorkspaceId(1), 42).sk, "0000000000000042");
     }
 }

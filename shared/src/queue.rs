@@ -14,6 +14,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
+use crate::ids::WorkspaceId;
 use crate::store::{SharedStore, Store};
 
 /// The body of one queue message: which job to run. What the job works on is in
@@ -26,15 +27,19 @@ use crate::store::{SharedStore, Store};
 pub struct JobMessage {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
-    pub workspace_id: u64,
+    pub workspace_id: WorkspaceId,
     pub job_id: String,
 }
 
 impl JobMessage {
-    pub fn new(kind: &str, workspace_id: u64, job_id: impl Into<String>) -> Self {
+    pub fn new(
+        kind: &str,
+        workspace_id: impl Into<WorkspaceId>,
+        job_id: impl Into<String>,
+    ) -> Self {
         Self {
             kind: Some(kind.to_owned()),
-            workspace_id,
+            workspace_id: workspace_id.into(),
             job_id: job_id.into(),
         }
     }
@@ -133,7 +138,7 @@ mod tests {
 
     #[test]
     fn a_message_names_its_kind() {
-        let m = JobMessage::new("contactImport", 7, "01J");
+        let m = JobMessage::new("contactImport", WorkspaceId(7), "01J");
         assert_eq!(
             serde_json::to_value(&m).unwrap(),
             serde_json::json!({ "kind": "contactImport", "workspaceId": 7, "jobId": "01J" })
@@ -143,6 +148,6 @@ mod tests {
     #[test]
     fn a_message_of_the_first_shape_still_reads() {
         let m: JobMessage = serde_json::from_str(r#"{"workspaceId":7,"jobId":"01J"}"#).unwrap();
-        assert_eq!((m.kind, m.workspace_id), (None, 7));
+        assert_eq!((m.kind, m.workspace_id), (None, WorkspaceId(7)));
     }
 }

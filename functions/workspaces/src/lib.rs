@@ -37,8 +37,13 @@ async fn promote_testing(
     caller: Caller,
     PathId(id): PathId,
 ) -> Result<Response, shared::ApiError> {
-    let workspace =
-        workspaces::set_environment(s.store.as_ref(), &caller, id, Environment::Testing).await?;
+    let workspace = workspaces::set_environment(
+        s.store.as_ref(),
+        &caller,
+        shared::ids::WorkspaceId(id),
+        Environment::Testing,
+    )
+    .await?;
     Ok(created(WorkspaceView::from(workspace)))
 }
 
@@ -48,7 +53,12 @@ async fn demote_testing(
     caller: Caller,
     PathId(id): PathId,
 ) -> Result<Response, shared::ApiError> {
-    let workspace =
-        workspaces::set_environment(s.store.as_ref(), &caller, id, Environment::Production).await?;
+    let workspace = workspaces::set_environment(
+        s.store.as_ref(),
+        &caller,
+        shared::ids::WorkspaceId(id),
+        Environment::Production,
+    )
+    .await?;
     Ok(created(WorkspaceView::from(workspace)))
 }

@@ -11,6 +11,7 @@ use validator::{Validate, ValidationError};
 use crate::auth::Caller;
 use crate::domain::catalog;
 use crate::error::ApiResult;
+use crate::ids::WorkspaceId;
 use crate::keys;
 use crate::page::{ListPage, Paging};
 use crate::record::{Record, Stamps};
@@ -73,7 +74,7 @@ pub struct BusinessHourData {
 #[serde(rename_all = "camelCase")]
 pub struct BusinessHour {
     pub id: u64,
-    pub workspace_id: u64,
+    pub workspace_id: WorkspaceId,
     #[serde(flatten)]
     pub data: BusinessHourData,
     #[serde(flatten)]
@@ -86,10 +87,10 @@ crate::versioned!(BusinessHour);
 impl catalog::Catalog for BusinessHour {
     const WHAT: &'static str = "business hour";
     const LIST: &'static str = LIST;
-    fn key_of(workspace_id: u64, id: u64) -> Key {
+    fn key_of(workspace_id: WorkspaceId, id: u64) -> Key {
         keys::business_hour(workspace_id, id)
     }
-    fn partition(workspace_id: u64) -> String {
+    fn partition(workspace_id: WorkspaceId) -> String {
         keys::business_hours(workspace_id)
     }
 }
@@ -105,7 +106,7 @@ impl Record for BusinessHour {
 #[serde(rename_all = "camelCase")]
 pub struct BusinessHourView {
     pub id: String,
-    pub workspace_id: u64,
+    pub workspace_id: WorkspaceId,
     #[serde(flatten)]
     pub data: BusinessHourData,
     #[serde(flatten)]

@@ -4,6 +4,7 @@
 
 use crate::auth::Caller;
 use crate::error::ApiResult;
+use crate::ids::WorkspaceId;
 use crate::keys;
 use crate::page::{ListPage, Paging, counted_page};
 use crate::record::{self, Versioned};
@@ -14,8 +15,8 @@ pub trait Catalog: Versioned + Clone {
     const WHAT: &'static str;
     /// The list's counter.
     const LIST: &'static str;
-    fn key_of(workspace_id: u64, id: u64) -> Key;
-    fn partition(workspace_id: u64) -> String;
+    fn key_of(workspace_id: WorkspaceId, id: u64) -> Key;
+    fn partition(workspace_id: WorkspaceId) -> String;
 }
 
 /// One record by id: one GetItem.

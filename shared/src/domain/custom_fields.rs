@@ -13,6 +13,7 @@ use validator::Validate;
 use crate::auth::Caller;
 use crate::domain::catalog;
 use crate::error::ApiResult;
+use crate::ids::WorkspaceId;
 use crate::keys;
 use crate::page::{CursorPage, CursorPaging, ListPage, Paging};
 use crate::record::{self, Record, Stamps};
@@ -101,7 +102,7 @@ fn yes() -> bool {
 #[serde(rename_all = "camelCase")]
 pub struct CustomField {
     pub id: u64,
-    pub workspace_id: u64,
+    pub workspace_id: WorkspaceId,
     #[serde(flatten)]
     pub data: CustomFieldData,
     #[serde(flatten)]
@@ -114,10 +115,10 @@ crate::versioned!(CustomField);
 impl catalog::Catalog for CustomField {
     const WHAT: &'static str = "custom field";
     const LIST: &'static str = LIST;
-    fn key_of(workspace_id: u64, id: u64) -> Key {
+    fn key_of(workspace_id: WorkspaceId, id: u64) -> Key {
         keys::custom_field(workspace_id, id)
     }
-    fn partition(workspace_id: u64) -> String {
+    fn partition(workspace_id: WorkspaceId) -> String {
         keys::custom_fields(workspace_id)
     }
 }
@@ -134,7 +135,7 @@ impl Record for CustomField {
 #[serde(rename_all = "camelCase")]
 pub struct CustomFieldView {
     pub id: String,
-    pub workspace_id: u64,
+    pub workspace_id: WorkspaceId,
     #[serde(flatten)]
     pub data: CustomFieldData,
     #[serde(flatten)]

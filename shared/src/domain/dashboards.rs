@@ -12,6 +12,7 @@ use validator::Validate;
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
+use crate::ids::WorkspaceId;
 use crate::ids::{self, Timestamp};
 use crate::keys;
 use crate::page::{ListPage, Paging, counted_page};
@@ -38,7 +39,7 @@ pub struct Widget {
 #[serde(rename_all = "camelCase")]
 pub struct Dashboard {
     pub id: u64,
-    pub workspace_id: u64,
+    pub workspace_id: WorkspaceId,
     #[serde(default, rename = "_id", skip_serializing_if = "Option::is_none")]
     pub legacy_id: Option<String>,
     pub name: String,
@@ -75,7 +76,7 @@ pub struct DashboardView {
     pub layout: Vec<Widget>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub author_id: Option<Map<String, Value>>,
-    pub workspace_id: u64,
+    pub workspace_id: WorkspaceId,
     #[serde(flatten)]
     pub stamps: Stamps,
 }
@@ -119,7 +120,7 @@ pub struct CreateDashboard {
 #[serde(rename_all = "camelCase")]
 pub struct Snapshot {
     pub id: String,
-    pub workspace_id: u64,
+    pub workspace_id: WorkspaceId,
     pub dashboard_id: String,
     pub data: Map<String, Value>,
     pub author_id: u64,

@@ -9,6 +9,7 @@ use validator::Validate;
 use crate::auth::Caller;
 use crate::domain::catalog;
 use crate::error::{ApiError, ApiResult};
+use crate::ids::WorkspaceId;
 use crate::keys;
 use crate::page::{ListPage, Paging};
 use crate::record::{self, Mutation, Record, Stamps};
@@ -21,7 +22,7 @@ pub const LIST: &str = "PRODUCT";
 #[serde(rename_all = "camelCase")]
 pub struct Product {
     pub id: u64,
-    pub workspace_id: u64,
+    pub workspace_id: WorkspaceId,
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
@@ -38,10 +39,10 @@ crate::versioned!(Product);
 impl catalog::Catalog for Product {
     const WHAT: &'static str = "product";
     const LIST: &'static str = LIST;
-    fn key_of(workspace_id: u64, id: u64) -> Key {
+    fn key_of(workspace_id: WorkspaceId, id: u64) -> Key {
         keys::product(workspace_id, id)
     }
-    fn partition(workspace_id: u64) -> String {
+    fn partition(workspace_id: WorkspaceId) -> String {
         keys::products(workspace_id)
     }
 }
@@ -64,7 +65,7 @@ pub struct ProductView {
     pub name: String,
     pub description: String,
     pub price: f64,
-    pub workspace_id: u64,
+    pub workspace_id: WorkspaceId,
     #[serde(flatten)]
     pub stamps: Stamps,
 }
@@ -202,7 +203,11 @@ pub async fn load(store: &dyn Store, caller: &Caller, line: ProductLine) -> ApiR
 }
 
 /// The catalog products of these ids, or a 404 naming the first unknown one.
-pub async fn require(store: &dyn Store, workspace_id: u64, ids: &[u64]) -> ApiResult<Vec<Product>> {
+pub async fn require(
+    store: &dyn Store,
+    workspace_id: WorkspaceId,
+    ids: &[u64],
+) -> ApiResult<Vec<Product>> {
     let mut unique = ids.to_vec();
     unique.sort_unstable();
     unique.dedup();

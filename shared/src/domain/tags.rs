@@ -10,6 +10,7 @@ use validator::Validate;
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
+use crate::ids::WorkspaceId;
 use crate::keys;
 use crate::page::{CursorPage, CursorPaging, ListPage, Paging, counted_page, cursor_page};
 use crate::record::{self, Mutation, Record, Stamps, with_fresh_id};
@@ -24,7 +25,7 @@ pub const DEFAULT_COLOR: &str = "#9E9E9E";
 #[serde(rename_all = "camelCase")]
 pub struct Tag {
     pub id: u64,
-    pub workspace_id: u64,
+    pub workspace_id: WorkspaceId,
     pub name: String,
     pub color: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -167,7 +168,7 @@ pub struct TagV3 {
     pub text_color: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub author_id: Option<u64>,
-    pub workspace_id: u64,
+    pub workspace_id: WorkspaceId,
     #[serde(flatten)]
     pub stamps: Stamps,
 }

@@ -10,6 +10,7 @@ use validator::Validate;
 
 use crate::auth::{self, Caller, Scope, TokenSecret};
 use crate::error::{ApiError, ApiResult};
+use crate::ids::WorkspaceId;
 use crate::ids::{self, Timestamp};
 use crate::keys;
 use crate::page::{ListPage, Paging, counted_page};
@@ -24,7 +25,7 @@ const SHOWN_PREFIX: usize = 8;
 #[serde(rename_all = "camelCase")]
 pub struct ApiToken {
     pub id: String,
-    pub workspace_id: u64,
+    pub workspace_id: WorkspaceId,
     pub name: String,
     pub scopes: Vec<Scope>,
     /// The first characters of the secret (`crm_AbCd`), to recognise it.
@@ -60,7 +61,7 @@ pub struct TokenView {
     pub name: String,
     pub scopes: Vec<Scope>,
     pub prefix: String,
-    pub workspace_id: u64,
+    pub workspace_id: WorkspaceId,
     pub created_by: String,
     #[serde(
         default,
@@ -126,7 +127,7 @@ impl Issued {
 pub fn issue(
     m: &mut Mutation<'_>,
     created_by: &str,
-    workspace_id: u64,
+    workspace_id: WorkspaceId,
     name: &str,
     scopes: Vec<Scope>,
     expires_at: Option<Timestamp>,

@@ -8,12 +8,13 @@ use validator::Validate;
 use crate::auth::{Caller, Scope, TOKEN_PREFIX, hash_token};
 use crate::domain::tokens::{self, TokenView};
 use crate::error::{ApiError, ApiResult};
+use crate::ids::WorkspaceId;
 use crate::keys;
 use crate::record::{self, Mutation, Record, Stamps, with_fresh_id};
 use crate::store::{Key, Store};
 
 /// The workspace `crm serve` and `crm bootstrap` create on an empty store.
-pub const FIRST_WORKSPACE: u64 = 1;
+pub const FIRST_WORKSPACE: WorkspaceId = WorkspaceId(1);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -26,7 +27,7 @@ pub enum Environment {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Workspace {
-    pub id: u64,
+    pub id: WorkspaceId,
     pub name: String,
     #[serde(default)]
     pub environment: Environment,
@@ -48,7 +49,7 @@ impl Record for Workspace {
 #[serde(rename_all = "camelCase")]
 pub struct WorkspaceView {
     pub id: String,
-    pub workspace_id: u64,
+    pub workspace_id: WorkspaceId,
     pub name: String,
     pub environment: Environment,
     #[serde(flatten)]
@@ -108,6 +109,7 @@ pub async fn create(
     caller.require_admin()?;
     let token_name = input.token_name.as_deref().unwrap_or("default").to_owned();
     with_fresh_id(|id| {
+        let id = WorkspaceId(id);
         let workspace = Workspace {
             id,
             name: input.name.trim().to_owned(),
@@ -144,7 +146,7 @@ pub async fn create(
 pub async fn set_environment(
     store: &dyn Store,
     caller: &Caller,
-    id: u64,
+    id: WorkspaceId,
     environment: Environment,
 ) -> ApiResult<Workspace> {
     caller.require_admin()?;

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::{Record, Stamps};
 use crate::auth::Caller;
 use crate::ids;
+use crate::ids::WorkspaceId;
 use crate::keys;
 use crate::store::Key;
 
@@ -17,7 +18,7 @@ pub const AUDIT_LIST: &str = "AUDIT";
 #[serde(rename_all = "camelCase")]
 pub struct AuditEntry {
     pub id: String,
-    pub workspace_id: u64,
+    pub workspace_id: WorkspaceId,
     /// `<resource>.<verb>`, such as `tag.create` or `apiToken.revoke`.
     pub action: String,
     pub resource: String,

@@ -13,6 +13,7 @@ use crate::auth::Caller;
 use crate::domain::relations;
 use crate::error::{ApiError, ApiResult};
 use crate::ids::ClientTime;
+use crate::ids::WorkspaceId;
 use crate::keys;
 use crate::page::{ListPage, MAX_WINDOW, Paging, counted_page, offset_page, read_up_to};
 use crate::record;
@@ -22,7 +23,7 @@ use crate::text;
 /// Contacts by id, in the order given.
 pub(super) async fn load(
     store: &dyn Store,
-    workspace_id: u64,
+    workspace_id: WorkspaceId,
     ids: &[u64],
 ) -> ApiResult<Vec<Contact>> {
     let keys: Vec<Key> = ids
@@ -179,7 +180,11 @@ pub async fn list(
 }
 
 /// The contacts with this e-mail (without case), ascending.
-pub(super) async fn email_ids(store: &dyn Store, ws: u64, email: &str) -> ApiResult<Vec<u64>> {
+pub(super) async fn email_ids(
+    store: &dyn Store,
+    ws: WorkspaceId,
+    email: &str,
+) -> ApiResult<Vec<u64>> {
     let query = Query {
         keys_only: true,
         ..Query::new(
@@ -209,7 +214,7 @@ fn intersect(sets: Vec<Vec<u64>>) -> Option<Vec<u64>> {
 /// is read; sorting by name or filtering new contacts reads the set.
 async fn page_of_ids(
     store: &dyn Store,
-    ws: u64,
+    ws: WorkspaceId,
     mut ids: Vec<u64>,
     sort: SortField,
     forward: bool,

@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::ids::WorkspaceId;
 use crate::keys;
 use crate::record::{Record, Stamps};
 use crate::store::{Item, Key, PK, SK, TYPE};
@@ -123,7 +124,7 @@ pub struct ContactFields {
 #[serde(rename_all = "camelCase")]
 pub struct Contact {
     pub id: u64,
-    pub workspace_id: u64,
+    pub workspace_id: WorkspaceId,
     #[serde(flatten)]
     pub fields: ContactFields,
     #[serde(flatten)]

@@ -11,6 +11,7 @@ use super::record::{Contact, ContactFields, CrmData};
 use crate::auth::Caller;
 use crate::domain::relations;
 use crate::error::ApiResult;
+use crate::ids::WorkspaceId;
 use crate::page::ListPage;
 use crate::record::Stamps;
 use crate::store::Store;
@@ -20,7 +21,7 @@ use crate::store::Store;
 #[serde(rename_all = "camelCase")]
 pub struct ContactV3 {
     pub id: String,
-    pub workspace_id: u64,
+    pub workspace_id: WorkspaceId,
     #[serde(flatten)]
     pub fields: ContactFields,
     #[serde(flatten)]

@@ -14,6 +14,7 @@ use super::record::{
 use crate::domain::contacts::Contact;
 use crate::domain::products;
 use crate::error::{ApiError, ApiResult, FieldProblem};
+use crate::ids::WorkspaceId;
 use crate::ids::{self, ClientTime};
 use crate::keys;
 use crate::record;
@@ -96,7 +97,7 @@ pub struct DealInput {
 /// Resolves the deal's contact: it must be a contact of the workspace.
 async fn contact_of(
     store: &dyn Store,
-    ws: u64,
+    ws: WorkspaceId,
     input: &DealInput,
 ) -> ApiResult<Option<DealContact>> {
     let id = match (input.contact_id, input.contact.as_ref().map(|c| c.id)) {
@@ -118,7 +119,7 @@ async fn contact_of(
 /// Completes deal products from the catalog: each must be a product of the workspace.
 async fn catalog_products(
     store: &dyn Store,
-    ws: u64,
+    ws: WorkspaceId,
     products: Vec<DealProduct>,
 ) -> ApiResult<Vec<DealProduct>> {
     let mut ids = Vec::with_capacity(products.len());
@@ -152,7 +153,7 @@ async fn catalog_products(
 /// Applies an input to a deal (new or read), then the status and stage rules.
 pub(super) async fn apply(
     store: &dyn Store,
-    ws: u64,
+    ws: WorkspaceId,
     deal: &mut DealFields,
     before: Option<&DealFields>,
     input: DealInput,

@@ -13,6 +13,7 @@ use super::query::{DealQuery, PeriodMetric, SortBy};
 use super::record::{Deal, DealStatus};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
+use crate::ids::WorkspaceId;
 use crate::ids::{self, Timestamp};
 use crate::keys;
 use crate::page::{ListPage, MAX_WINDOW, Paging, counted_page, read_up_to};
@@ -110,7 +111,7 @@ impl Filters {
 
     /// The partitions to read: the narrowest index the filters name (a contact
     /// has few deals; a status has many), else the whole list.
-    pub(super) fn driving(&self, ws: u64) -> Vec<String> {
+    pub(super) fn driving(&self, ws: WorkspaceId) -> Vec<String> {
         let by = |kind: &str, values: Vec<String>| {
             values
                 .into_iter()
@@ -260,6 +261,7 @@ mod tests {
     use super::*;
     use crate::domain::deals::parse_query;
 
+    const W: WorkspaceId = WorkspaceId(1);
     const NOW: &str = "2026-03-01T00:30:00Z";
 
     fn filters(raw: &str) -> Option<Filters> {
@@ -290,13 +292,13 @@ mod tests {
     fn an_owner_without_filters_reads_the_whole_list() {
         let f = filters("roleId=1&isOwner=true&userId=7").unwrap();
         assert!(f.is_empty());
-        assert_eq!(f.driving(1), [keys::deals(1)]);
+        assert_eq!(f.driving(W), [keys::deals(W)]);
     }
 
     #[test]
     fn a_user_who_is_not_an_owner_sees_only_their_deals() {
         let f = filters("roleId=1&isOwner=false&userId=7").unwrap();
-        assert_eq!(f.driving(1), [keys::deals_by(1, "OPERATOR", "7")]);
+        assert_eq!(f.driving(W), [keys::deals_by(W, "OPERATOR", "7")]);
         assert!(f.admits(&digest(1, DealStatus::Open, 7, &[])));
         assert!(!f.admits(&digest(2, DealStatus::Open, 8, &[])));
         // Asking for another operator's deals matches nothing.
@@ -306,21 +308,21 @@ mod tests {
     #[test]
     fn the_narrowest_index_drives_the_read() {
         let base = "roleId=1&isOwner=true&userId=7";
-        let drive = |extra: &str| filters(&format!("{base}&{extra}")).unwrap().driving(1);
+        let drive = |extra: &str| filters(&format!("{base}&{extra}")).unwrap().driving(W);
         assert_eq!(
             drive("status=won&contactId=5"),
-            [keys::deals_by(1, "CONTACT", "5")]
+            [keys::deals_by(W, "CONTACT", "5")]
         );
         assert_eq!(
             drive("status=won&stageId=a,b"),
             [
-                keys::deals_by(1, "STAGE", "a"),
-                keys::deals_by(1, "STAGE", "b")
+                keys::deals_by(W, "STAGE", "a"),
+                keys::deals_by(W, "STAGE", "b")
             ]
         );
-        assert_eq!(drive("status=won&tagId=3"), [keys::deals_by(1, "TAG", "3")]);
-        assert_eq!(drive("status=won"), [keys::deals_by(1, "STATUS", "won")]);
-        assert_eq!(drive("pipelineId=p"), [keys::deals_by(1, "PIPELINE", "p")]);
+        assert_eq!(drive("status=won&tagId=3"), [keys::deals_by(W, "TAG", "3")]);
+        assert_eq!(drive("status=won"), [keys::deals_by(W, "STATUS", "won")]);
+        assert_eq!(drive("pipelineId=p"), [keys::deals_by(W, "PIPELINE", "p")]);
     }
 
     #[test]

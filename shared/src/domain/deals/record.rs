@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use validator::Validate;
 
 use crate::domain::contacts::Contact;
+use crate::ids::WorkspaceId;
 use crate::ids::{self, Timestamp};
 use crate::keys;
 use crate::record::{Record, Stamps};
@@ -239,7 +240,7 @@ pub struct DealFields {
 #[serde(rename_all = "camelCase")]
 pub struct Deal {
     pub id: u64,
-    pub workspace_id: u64,
+    pub workspace_id: WorkspaceId,
     #[serde(flatten)]
     pub fields: DealFields,
     #[serde(flatten)]

@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::record::{Deal, DealFields};
+use crate::ids::WorkspaceId;
 use crate::record::Stamps;
 
 /// The spec's Deal.
@@ -13,7 +14,7 @@ use crate::record::Stamps;
 #[serde(rename_all = "camelCase")]
 pub struct DealView {
     pub id: String,
-    pub workspace_id: u64,
+    pub workspace_id: WorkspaceId,
     #[serde(flatten)]
     pub fields: DealFields,
     #[serde(flatten)]

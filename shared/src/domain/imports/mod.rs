@@ -18,6 +18,7 @@ use validator::Validate;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::ids;
+use crate::ids::WorkspaceId;
 use crate::keys;
 use crate::queue::{JobMessage, JobQueue};
 use crate::record::{self, Mutation, Record, Stamps};
@@ -67,7 +68,7 @@ pub enum JobStatus {
 #[serde(rename_all = "camelCase")]
 pub struct ImportJob {
     pub id: String,
-    pub workspace_id: u64,
+    pub workspace_id: WorkspaceId,
     pub status: JobStatus,
     /// Contacts in the request.
     pub received: u32,
@@ -106,7 +107,7 @@ impl Record for ImportJob {
 #[serde(rename_all = "camelCase")]
 pub struct ImportJobView {
     pub id: String,
-    pub workspace_id: u64,
+    pub workspace_id: WorkspaceId,
     pub status: JobStatus,
     pub received: u32,
     pub created: u32,
@@ -151,7 +152,7 @@ pub(super) struct Pending {
 #[serde(rename_all = "camelCase")]
 pub(super) struct Chunk {
     job_id: String,
-    workspace_id: u64,
+    workspace_id: WorkspaceId,
     n: usize,
     contacts: Vec<Pending>,
 }

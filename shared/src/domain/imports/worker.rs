@@ -10,13 +10,14 @@ use crate::auth::Caller;
 use crate::domain::contacts::{self, Contact, ContactFields};
 use crate::error::{ApiError, ApiResult};
 use crate::ids;
+use crate::ids::WorkspaceId;
 use crate::keys;
 use crate::page::read_up_to;
 use crate::record::{self, CommitError, Mutation, Stamps};
 use crate::store::{Index, Key, MAX_BATCH_GET, MAX_TRANSACTION_ITEMS, Query, SK, SkRange, Store};
 
 /// Runs a job: creates the contacts whose phone is new. Safe to run again.
-pub async fn process(store: &dyn Store, ws: u64, job_id: &str) -> ApiResult<ImportJob> {
+pub async fn process(store: &dyn Store, ws: WorkspaceId, job_id: &str) -> ApiResult<ImportJob> {
     let mut job: ImportJob =
         record::find(store, &keys::import_job(ws, job_id), true, "import job").await?;
     if job.status == JobStatus::Done {
@@ -116,7 +117,7 @@ pub async fn process(store: &dyn Store, ws: u64, job_id: &str) -> ApiResult<Impo
     }
 }
 
-fn new_contact(workspace_id: u64, p: Pending) -> Contact {
+fn new_contact(workspace_id: WorkspaceId, p: Pending) -> Contact {
     Contact {
         id: 0, // given when written
         workspace_id,
@@ -138,7 +139,7 @@ fn new_contact(workspace_id: u64, p: Pending) -> Contact {
 /// Who holds each of these phones: BatchGetItem of their sentinels, 100 at a time.
 async fn claimants<'a>(
     store: &dyn Store,
-    ws: u64,
+    ws: WorkspaceId,
     phones: impl Iterator<Item = &'a str>,
 ) -> ApiResult<HashMap<String, String>> {
     let keys: Vec<Key> = phones.map(|p| keys::contact_phone(ws, p)).collect();

@@ -8,6 +8,7 @@ use super::{Conversation, LastSession, Organization, index_item};
 use crate::auth::Caller;
 use crate::domain::contacts::Contact;
 use crate::error::ApiResult;
+use crate::ids::ContactId;
 use crate::keys;
 use crate::load::{LineType, Loadable};
 use crate::record::{self, Mutation, Stamps, Versioned};
@@ -138,7 +139,7 @@ impl Loadable for LinkLine {
         contact.version += 1;
         let mut m = Mutation::new(caller);
         m.replace(&contact, before.version)?.put_item(index_item(
-            keys::organization_contact(ws, l.organization_id, l.contact_id),
+            keys::organization_contact(ws, l.organization_id, ContactId(l.contact_id)),
             l.contact_id,
         ));
         m.commit(

@@ -14,6 +14,7 @@ mod read;
 use serde::{Deserialize, Serialize};
 use validator::Validate;
 
+use crate::ids::WorkspaceId;
 use crate::ids::{self, Timestamp};
 use crate::keys;
 use crate::record::{Record, Stamps};
@@ -28,7 +29,7 @@ pub use read::{
 #[serde(rename_all = "camelCase")]
 pub struct Organization {
     pub id: u64,
-    pub workspace_id: u64,
+    pub workspace_id: WorkspaceId,
     pub name: String,
     pub active: bool,
     #[serde(flatten)]
@@ -50,7 +51,7 @@ pub struct OrganizationView {
     pub id: String,
     pub name: String,
     pub active: bool,
-    pub workspace_id: u64,
+    pub workspace_id: WorkspaceId,
     #[serde(flatten)]
     pub stamps: Stamps,
 }
@@ -84,7 +85,7 @@ pub struct LastSession {
 #[serde(rename_all = "camelCase")]
 pub struct Conversation {
     pub id: u64,
-    pub workspace_id: u64,
+    pub workspace_id: WorkspaceId,
     pub contact_id: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_session: Option<LastSession>,
@@ -109,7 +110,7 @@ impl Conversation {
         let ws = self.workspace_id;
         let sk = keys::last_session_sort(
             &ids::format_ts(&session.created_at),
-            self.contact_id,
+            ids::ContactId(self.contact_id),
             self.id,
         );
         let mut keys = vec![Key::new(keys::last_sessions(ws), sk.clone())];

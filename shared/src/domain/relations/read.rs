@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::{Organization, OrganizationView};
 use crate::domain::contacts::Contact;
 use crate::error::{ApiError, ApiResult};
+use crate::ids::WorkspaceId;
 use crate::ids::{self, Timestamp};
 use crate::keys;
 use crate::page::{MAX_WINDOW, read_up_to};
@@ -18,7 +19,7 @@ use crate::store::{Index, Key, Query, SK, SkRange, Store};
 /// organization is unknown or not active.
 pub async fn contacts_of_organization(
     store: &dyn Store,
-    ws: u64,
+    ws: WorkspaceId,
     organization_id: u64,
 ) -> ApiResult<Vec<u64>> {
     let org: Option<Organization> =
@@ -49,7 +50,7 @@ pub async fn contacts_of_organization(
 /// (when given) and was created in `[from, to]` (each bound optional), ascending.
 pub async fn contacts_by_last_session(
     store: &dyn Store,
-    ws: u64,
+    ws: WorkspaceId,
     segment: Option<&str>,
     from: Option<Timestamp>,
     to: Option<Timestamp>,
