@@ -202,10 +202,7 @@ pub(super) async fn apply(
     if let Some(due) = input.due_date {
         deal.due_date = due.map(|t| t.0);
     }
-    let explicit_won_lost = match input.won_lost_date {
-        Some(date) => Some(date.map(|t| t.0)),
-        None => None,
-    };
+    let explicit_won_lost = input.won_lost_date.map(|date| date.map(|t| t.0));
 
     let now = ids::now();
     // Status: won and lost are stamped, open clears the stamp.
