@@ -92,6 +92,20 @@ impl TestResponse {
 }
 
 impl TestApp {
+    /// Loads one `crm load` line into a workspace, as the operator tool does.
+    pub async fn load_line(
+        &self,
+        workspace: u64,
+        line: serde_json::Value,
+    ) -> Result<&'static str, shared::ApiError> {
+        shared::domain::load_line(
+            self.store.as_ref(),
+            &shared::auth::Caller::system(workspace, "test"),
+            &line.to_string(),
+        )
+        .await
+    }
+
     pub async fn embedded() -> Self {
         let store: SharedStore = Arc::new(MemoryStore::in_memory(keys::GSIS));
         Self::with_store(store, Backend::Embedded, None).await

@@ -5,16 +5,9 @@
 
 use api_tests::serde_json::{Value, json};
 use api_tests::{TestApp, api_test};
-use shared::auth::Caller;
 
 async fn load(app: &TestApp, workspace: u64, line: Value) {
-    shared::domain::load_line(
-        app.store.as_ref(),
-        &Caller::system(workspace, "test"),
-        &line.to_string(),
-    )
-    .await
-    .unwrap();
+    app.load_line(workspace, line).await.unwrap();
 }
 
 async fn a_contact(app: &TestApp) -> u64 {

@@ -3,19 +3,13 @@
 
 use api_tests::serde_json::{Value, json};
 use api_tests::{TestApp, api_test};
-use shared::auth::Caller;
 
 async fn load(
     app: &TestApp,
     workspace: u64,
     line: Value,
 ) -> Result<&'static str, shared::ApiError> {
-    shared::domain::load_line(
-        app.store.as_ref(),
-        &Caller::system(workspace, "test"),
-        &line.to_string(),
-    )
-    .await
+    app.load_line(workspace, line).await
 }
 
 async fn fields(app: &TestApp) {
