@@ -187,6 +187,26 @@ pub async fn cursor_page(
     Ok((items, more))
 }
 
+/// A `/v1` page of records: up to `limit` of the range, and the cursor of the
+/// last one (`cursor_of`) when the range holds more, else an empty cursor.
+pub async fn cursor_records<R: crate::record::Record>(
+    store: &dyn Store,
+    query: Query,
+    limit: u64,
+    cursor_of: impl Fn(&R) -> String,
+) -> ApiResult<CursorPage<R>> {
+    let (items, more) = cursor_page(store, query, limit).await?;
+    let data: Vec<R> = items
+        .into_iter()
+        .map(crate::record::from_item)
+        .collect::<ApiResult<_>>()?;
+    let next_cursor = match data.last() {
+        Some(last) if more => cursor_of(last),
+        _ => String::new(),
+    };
+    Ok(CursorPage { data, next_cursor })
+}
+
 /// A `/v3` page of records with its `totalCount` from the list's counter item:
 /// one Query (after the offset step) and one GetItem, side by side.
 pub async fn counted_page<R: crate::record::Record>(

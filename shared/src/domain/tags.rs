@@ -12,7 +12,7 @@ use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::ids::WorkspaceId;
 use crate::keys;
-use crate::page::{CursorPage, CursorPaging, ListPage, Paging, counted_page, cursor_page};
+use crate::page::{CursorPage, CursorPaging, ListPage, Paging, counted_page, cursor_records};
 use crate::record::{self, Mutation, Record, Stamps, with_fresh_id};
 use crate::store::{Index, Key, Query, SkRange, Store};
 
@@ -352,14 +352,5 @@ pub async fn list_after(
             (crate::store::SK.to_owned(), key.sk.into()),
         ]));
     }
-    let (items, more) = cursor_page(store, query, paging.limit).await?;
-    let data: Vec<Tag> = items
-        .into_iter()
-        .map(record::from_item)
-        .collect::<ApiResult<_>>()?;
-    let next_cursor = match data.last() {
-        Some(last) if more => last.id.to_string(),
-        _ => String::new(),
-    };
-    Ok(CursorPage { data, next_cursor })
+    cursor_records(store, query, paging.limit, |r: &Tag| r.id.to_string()).await
 }

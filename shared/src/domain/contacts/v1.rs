@@ -11,8 +11,7 @@ use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::ids::{self, ClientTime};
 use crate::keys;
-use crate::page::{CursorPage, CursorPaging, cursor_page};
-use crate::record;
+use crate::page::{CursorPage, CursorPaging, cursor_records};
 use crate::store::{Index, Query, SkRange, Store};
 
 /// The query of `GET /v1/contacts`.
@@ -86,14 +85,5 @@ pub async fn list_v1(
         keys::contacts(ws),
         SkRange::Between(ids::padded(low), ids::padded(high)),
     );
-    let (items, more) = cursor_page(store, query, paging.limit).await?;
-    let data: Vec<Contact> = items
-        .into_iter()
-        .map(record::from_item)
-        .collect::<ApiResult<_>>()?;
-    let next_cursor = match data.last() {
-        Some(last) if more => last.id.to_string(),
-        _ => String::new(),
-    };
-    Ok(CursorPage { data, next_cursor })
+    cursor_records(store, query, paging.limit, |r: &Contact| r.id.to_string()).await
 }
