@@ -9,7 +9,6 @@
 use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
-use rand::Rng;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -24,7 +23,6 @@ use crate::store::Key;
 /// The recognisable start of every token (secret scanners can look for it).
 pub const TOKEN_PREFIX: &str = "crm_";
 const TOKEN_RANDOM_CHARS: usize = 40;
-const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -94,10 +92,7 @@ impl Record for TokenSecret {
 
 /// A new random token secret.
 pub fn generate_token() -> String {
-    let mut rng = rand::rng();
-    let random: String = (0..TOKEN_RANDOM_CHARS)
-        .map(|_| BASE62[rng.random_range(0..BASE62.len())] as char)
-        .collect();
+    let random = ids::random_base62(TOKEN_RANDOM_CHARS);
     format!("{TOKEN_PREFIX}{random}")
 }
 

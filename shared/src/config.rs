@@ -6,6 +6,7 @@
 //! | `CRM_DYNAMODB_ENDPOINT`  | endpoint override, e.g. DynamoDB Local `http://127.0.0.1:8000` |
 //! | `CRM_JOB_QUEUE_URL`      | the SQS queue of background jobs (`CRM_IMPORT_QUEUE_URL`, its first name, is read too) |
 //! | `CRM_SQS_ENDPOINT`       | SQS endpoint override, e.g. a local moto server           |
+//! | `CRM_CHECKOUT_BASE_URL`  | where checkout links point (default `https://checkout.example.com/c`) |
 //! | `AWS_REGION`             | region (set by Lambda; default `us-east-1` with an endpoint override) |
 
 use aws_config::{BehaviorVersion, Region, SdkConfig};
@@ -82,4 +83,16 @@ impl Config {
             url,
         ))
     }
+}
+
+/// The address checkout links start with: `CRM_CHECKOUT_BASE_URL`, read once.
+pub fn checkout_base_url() -> &'static str {
+    static URL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    URL.get_or_init(|| {
+        std::env::var("CRM_CHECKOUT_BASE_URL")
+            .ok()
+            .filter(|v| !v.is_empty())
+            .map(|v| v.trim_end_matches('/').to_owned())
+            .unwrap_or_else(|| "https://checkout.example.com/c".to_owned())
+    })
 }

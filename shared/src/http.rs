@@ -213,22 +213,58 @@ where
                 ));
             }
         }
-        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
-            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    format!("the body is larger than {} KB", BODY_LIMIT / 1024),
-                )
-            } else {
-                ApiError::bad_request(format!("could not read the body: {rejection}"))
-            }
-        })?;
+        let bytes = body_bytes(req, state).await?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Err(ApiError::bad_request("a JSON body is required"));
         }
         let value = parse_json::<T>(&bytes)?;
         value.validate().map_err(validation_error)?;
         Ok(Body(value))
+    }
+}
+
+/// The bytes of a body, within [`BODY_LIMIT`] (413 past it).
+async fn body_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
+    Bytes::from_request(req, state).await.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("the body is larger than {} KB", BODY_LIMIT / 1024),
+            )
+        } else {
+            ApiError::bad_request(format!("could not read the body: {rejection}"))
+        }
+    })
+}
+
+/// A JSON body that may be left out (empty): `None`. Present, it is [`Body`].
+pub struct MaybeBody<T>(pub Option<T>);
+
+impl<T, S> FromRequest<S> for MaybeBody<T>
+where
+    T: DeserializeOwned + Validate,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let empty = req
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .is_some_and(|v| v.as_bytes() == b"0")
+            || (req.headers().get(header::CONTENT_LENGTH).is_none()
+                && req.headers().get(header::TRANSFER_ENCODING).is_none()
+                && req.headers().get(header::CONTENT_TYPE).is_none());
+        if empty {
+            return Ok(MaybeBody(None));
+        }
+        let bytes = body_bytes(req, state).await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(MaybeBody(None));
+        }
+        let value = parse_json::<T>(&bytes)?;
+        value.validate().map_err(validation_error)?;
+        Ok(MaybeBody(Some(value)))
     }
 }
 
@@ -331,6 +367,25 @@ impl<S: Send + Sync> FromRequestParts<S> for PathKey {
 /// 201 Created with a JSON body.
 pub fn created<T: serde::Serialize>(body: T) -> Response {
     (StatusCode::CREATED, axum::Json(body)).into_response()
+}
+
+/// A `/v1` page as a bare JSON array, with the next page (when there is one) in
+/// a `Link: <path?limit=..&cursor=..>; rel="next"` header (RFC 8288).
+pub fn next_link<T: serde::Serialize>(
+    path: &str,
+    limit: u64,
+    next_cursor: &str,
+    data: T,
+) -> Response {
+    let mut response = axum::Json(data).into_response();
+    if !next_cursor.is_empty() {
+        let cursor: String = form_urlencoded::byte_serialize(next_cursor.as_bytes()).collect();
+        let link = format!("<{path}?limit={limit}&cursor={cursor}>; rel=\"next\"");
+        if let Ok(value) = HeaderValue::from_str(&link) {
+            response.headers_mut().insert(header::LINK, value);
+        }
+    }
+    response
 }
 
 /// Shorthand for handlers: a JSON body or an [`ApiError`].

@@ -112,6 +112,32 @@ impl std::fmt::Display for WorkspaceId {
     }
 }
 
+const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/// `n` random base62 characters (5.95 bits each) from the OS-seeded generator.
+pub fn random_base62(n: usize) -> String {
+    use rand::Rng;
+    let mut rng = rand::rng();
+    (0..n)
+        .map(|_| BASE62[rng.random_range(0..BASE62.len())] as char)
+        .collect()
+}
+
+/// An unguessable code for a link or a handoff: 24 base62 characters, 142 bits.
+pub fn unguessable() -> String {
+    random_base62(24)
+}
+
+/// Whether a text could be an [`unguessable`] code (checked before any read).
+pub fn is_unguessable(text: &str) -> bool {
+    text.len() == 24 && text.bytes().all(|b| b.is_ascii_alphanumeric())
+}
+
+/// Seconds since the epoch, for DynamoDB's time to live.
+pub fn epoch_seconds(t: &Timestamp) -> i64 {
+    t.timestamp()
+}
+
 /// Timestamps are RFC 3339 UTC with milliseconds: `2026-11-22T01:48:19.123Z`.
 pub type Timestamp = DateTime<Utc>;
 

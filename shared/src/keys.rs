@@ -37,15 +37,24 @@
 //! | Deal index        | by stage, status, operator, pipeline, contact, tag, product (with a digest) | table | `W#<ws>#DEAL#<KIND>#<value>` | `<id:16>` |
 //! | Import job        | by id                                  | table | `W#<ws>#IMPORT`       | `<ulid>`                |
 //! | Import chunk      | the contacts of a job, in order        | table | `W#<ws>#IMPORT#<job>` | `CHUNK#<n:4>`           |
+//! | Welcome message   | by id (the outbox)                     | table | `W#<ws>#WELCOME`      | `<ulid>`                |
+//! | Welcome sent      | the same message within the window     | table | `W#<ws>#WELCOMESENT`  | `<e164>#<content sha256>` |
+//! | Checkout link     | by code                                | table | `W#<ws>#CHECKOUT`     | `<code>`                |
+//! | Checkout code     | the workspace of a code (callback)     | table | `CHECKOUT#<code>`     | `CHECKOUT`              |
+//! | Order             | by id; list newest first               | table | `W#<ws>#ORDER`        | `<id:16>`               |
+//! | Churn reason      | the suggestion list (every workspace)  | table | `CHURNREASON`         | `<folded reason>`       |
+//! | Redirect session  | by key, read once                      | table | `W#<ws>#REDIRECT`     | `<key>`                 |
 //!
 //! Contact ids are time-ordered, so creation order is id order and a creation
 //! window is an id range (`ids::id_range`): no creation-time index is needed.
 //! The index items of a contact (phone, e-mail, words, new) are written in the
 //! contact's own transaction, so they are never out of step with it.
 //!
-//! The token secret and the admin audit list are the only keys that do not start
-//! with a workspace: a bearer token arrives before its workspace is known, and the
-//! operator's audit view spans workspaces by design.
+//! The token secret, the admin audit list, a checkout code and the churn-reason
+//! suggestions are the only keys that do not start with a workspace: a bearer
+//! token arrives before its workspace is known, a payment provider's callback
+//! names only the code, and the operator's audit view and the suggestion list
+//! span workspaces by design.
 
 use crate::ids::WorkspaceId;
 use crate::ids::{ContactId, padded};
@@ -295,6 +304,46 @@ pub fn import_chunks(workspace_id: WorkspaceId, job_id: &str) -> String {
 
 pub fn import_chunk(workspace_id: WorkspaceId, job_id: &str, n: usize) -> Key {
     Key::new(import_chunks(workspace_id, job_id), format!("CHUNK#{n:04}"))
+}
+
+pub fn welcome_message(ws: WorkspaceId, id: &str) -> Key {
+    Key::new(collection(ws, "WELCOME"), id)
+}
+
+/// The sentinel of one message (recipient and content) sent recently.
+pub fn welcome_sent(ws: WorkspaceId, e164: &str, content_sha256: &str) -> Key {
+    Key::new(
+        collection(ws, "WELCOMESENT"),
+        format!("{e164}#{content_sha256}"),
+    )
+}
+
+pub fn checkout_link(ws: WorkspaceId, code: &str) -> Key {
+    Key::new(collection(ws, "CHECKOUT"), code)
+}
+
+/// The workspace of a checkout code, for the payment provider's callback.
+pub fn checkout_code(code: &str) -> Key {
+    Key::new(format!("CHECKOUT#{code}"), "CHECKOUT")
+}
+
+pub fn order(ws: WorkspaceId, id: u64) -> Key {
+    Key::new(orders(ws), padded(id))
+}
+
+pub fn orders(ws: WorkspaceId) -> String {
+    collection(ws, "ORDER")
+}
+
+/// The partition of the churn-reason suggestions (one list for every workspace).
+pub const CHURN_REASONS: &str = "CHURNREASON";
+
+pub fn churn_reason(folded: &str) -> Key {
+    Key::new(CHURN_REASONS, folded)
+}
+
+pub fn redirect_session(ws: WorkspaceId, key: &str) -> Key {
+    Key::new(collection(ws, "REDIRECT"), key)
 }
 
 /// The contact id at the end of an index item's sort key (`...#<id:16>` or `<id:16>`).

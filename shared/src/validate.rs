@@ -33,3 +33,39 @@ pub fn not_blank(value: &str) -> Result<(), ValidationError> {
         Ok(())
     }
 }
+
+/// An absolute `http` or `https` address with a host.
+pub fn web_url(value: &str) -> Result<(), ValidationError> {
+    let rest = value
+        .strip_prefix("https://")
+        .or_else(|| value.strip_prefix("http://"));
+    let host = rest.and_then(|r| r.split(['/', '?', '#']).next());
+    match host {
+        Some(h) if !h.is_empty() && !value.chars().any(char::is_whitespace) => Ok(()),
+        _ => Err(ValidationError::new("url")
+            .with_message("must be an absolute http or https address".into())),
+    }
+}
+
+/// An identifier such as `pro` or `enterprise-2026`.
+pub fn slug(value: &str) -> Result<(), ValidationError> {
+    if value
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    {
+        Ok(())
+    } else {
+        Err(ValidationError::new("slug")
+            .with_message("must be lowercase letters, digits and dashes".into()))
+    }
+}
+
+/// Three letters (ISO 4217).
+pub fn currency(value: &str) -> Result<(), ValidationError> {
+    if value.len() == 3 && value.bytes().all(|b| b.is_ascii_alphabetic()) {
+        Ok(())
+    } else {
+        Err(ValidationError::new("currency")
+            .with_message("must be a three-letter currency code".into()))
+    }
+}

@@ -238,6 +238,22 @@ impl TestApp {
     }
 
     /// A new workspace (through the API) and a client with its first token.
+    /// Moves a stored item's expiry (`attribute`, and its `ttl`) into the past,
+    /// as if its time had come: expiry is tested without waiting for it.
+    pub async fn expire(&self, key: shared::store::Key, attribute: &str) {
+        let mut item = self.store.get(&key, true).await.unwrap().expect("the item");
+        let past = chrono::Utc::now() - chrono::Duration::seconds(1);
+        item.insert(attribute.into(), shared::ids::format_ts(&past).into());
+        if item.contains_key(shared::store::TTL) {
+            item.insert(shared::store::TTL.into(), past.timestamp().into());
+        }
+        let write = shared::store::Write::Put {
+            item,
+            condition: None,
+        };
+        self.store.write(vec![write]).await.unwrap();
+    }
+
     pub async fn new_workspace(&self, name: &str) -> (u64, String) {
         let body = self
             .post("/v3/workspaces", json!({ "name": name }))

@@ -217,3 +217,44 @@ api_test! {
         assert_eq!(at[0][2], (1, 1, 1, 6), "status: token, the status partition's 6 digests, one BatchGet of the page");
     }
 }
+
+api_test! {
+    /// The account routes read one item or one page: a checkout link, a welcome
+    /// message and a redirect session by key are one GetItem after the token's;
+    /// the orders page is one Query plus the counter at any number of orders;
+    /// the churn-reason list is one Query of its bounded partition.
+    async fn account_reads_are_one_get_or_one_page(app) {
+        let link = app.post("/v3/workspaces/checkout-link", json!({ "plan": "pro" })).await.expect(201);
+        let path = format!("/v3/workspaces/checkout-link/{}", link["code"].as_str().unwrap());
+        let cost = cost_of(&app, || async { app.get(&path).await.expect(200); }).await;
+        assert_eq!((cost.gets, cost.queries, cost.batch_gets), (2, 0, 0), "token + link");
+
+        let message = app.post("/v3/workspaces/send-welcome-message", json!({ "phone": "11987654321", "text": "Hi" })).await.expect(201);
+        let path = format!("/v3/workspaces/welcome-messages/{}", message["id"].as_str().unwrap());
+        let cost = cost_of(&app, || async { app.get(&path).await.expect(200); }).await;
+        assert_eq!((cost.gets, cost.queries, cost.batch_gets), (2, 0, 0), "token + message");
+
+        let session = app.post("/v3/redirect-session", json!({ "targetUrl": "https://a.example.com" })).await.expect(201);
+        let path = format!("/v3/redirect-session/{}", session["key"].as_str().unwrap());
+        let cost = cost_of(&app, || async { app.get(&path).await.expect(200); }).await;
+        assert_eq!((cost.gets, cost.queries, cost.batch_gets), (2, 0, 0), "token + session");
+        assert_eq!(cost.transactions, 1, "the read deletes it, with its audit entry");
+
+        let mut costs = Vec::new();
+        for size in [2u64, 12] {
+            while app.get("/v3/orders").await.expect(200)["totalCount"].as_u64().unwrap() < size {
+                let code = app.post("/v3/workspaces/checkout-link", json!({ "plan": "pro" })).await.expect(201)["code"].as_str().unwrap().to_owned();
+                app.post(&format!("/v3/workspaces/checkout-link/{code}/complete"), json!({})).await.expect(201);
+            }
+            let cost = cost_of(&app, || async { app.get("/v3/orders?limit=2").await.expect(200); }).await;
+            assert_eq!((cost.gets, cost.queries), (2, 1), "token + counter, one Query");
+            assert_eq!(cost.scanned, 2, "the page only");
+            costs.push(cost.read_units);
+        }
+        assert_eq!(costs[0], costs[1], "same cost at 2 and 12 orders");
+
+        app.post("/v3/workspaces/churn-reasons/suggestions", json!({ "reasons": ["a b c", "d e f"] })).await.expect(201);
+        let cost = cost_of(&app, || async { app.get("/v3/workspaces/churn-reasons/suggestions").await.expect(200); }).await;
+        assert_eq!((cost.gets, cost.queries), (1, 1), "token, one Query");
+    }
+}

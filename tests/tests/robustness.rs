@@ -70,14 +70,29 @@ const QUERIES: &[&str] = &[
     "?createdAtFrom=2026-01-01&createdAtTo=2026-01-01T01:00:00Z&organizationId=99999999999999999999",
 ];
 
+/// The path with each `{name}` replaced by `value`.
+fn fill_params(path: &str, value: &str) -> String {
+    let mut out = String::new();
+    let mut rest = path;
+    while let Some(start) = rest.find('{') {
+        out.push_str(&rest[..start]);
+        out.push_str(value);
+        rest = rest[start..].split_once('}').map_or("", |(_, after)| after);
+    }
+    out.push_str(rest);
+    out
+}
+
 api_test! {
     async fn bad_input_never_reaches_a_500(app) {
         let routes: Vec<(http::Method, &str)> = crm::groups().iter().flat_map(|g| g.routes().to_vec()).collect();
         assert!(routes.len() > 30);
         let mut checked = 0;
         for (method, path) in routes {
-            for id in ["1", "x%20y", "99999999999999999999999", &"7".repeat(1500)] {
-                let path = path.replace("{id}", id);
+            // A number, junk, an overflow, a huge one, and a well-formed code or key.
+            for id in ["1", "x%20y", "99999999999999999999999", &"7".repeat(1500), "AbCdEfGhIjKlMnOpQrStUvWx"] {
+                // Every path parameter ({id}, {code}, {key}, {dashboardId}) gets the value.
+                let path = fill_params(path, id);
                 let requests: Vec<(String, Option<String>)> = if method == http::Method::GET || method == http::Method::DELETE {
                     QUERIES.iter().map(|q| (format!("{path}{q}"), None)).collect()
                 } else {

@@ -232,7 +232,7 @@ api_test! {
         app.delete(&path).await.expect_error(404);
         app.get(&format!("/v1/tags/{}", theirs["id"].as_str().unwrap())).await.expect_error(404);
         assert_eq!(app.get("/v3/tags").await.expect(200)["totalCount"], 0);
-        assert_eq!(app.get("/v1/tags").await.expect(200)["data"], json!([]));
+        assert_eq!(app.get("/v1/tags").await.expect(200), json!([]));
         // Names are unique per workspace, not across workspaces.
         let mine = app.post("/v3/tags", json!({ "name": "VIP" })).await.expect(201);
         assert_eq!(mine["workspaceId"], 1);
@@ -278,32 +278,36 @@ api_test! {
 }
 
 api_test! {
-    /// `/v1` pages follow the cursor (the id of the last record) without repeats or gaps.
+    /// `/v1` lists answer the spec's array of tags; the next page is announced in
+    /// a `Link: <...>; rel="next"` header (the cursor is the id of the last record),
+    /// without repeats or gaps.
     async fn v1_lists_with_a_cursor(app) {
         for i in 0..25 {
             app.post("/v1/tags", json!({ "name": format!("t{i:02}") })).await.expect(201);
         }
         let first = app.get("/v1/tags").await.expect(200);
-        assert_eq!(first["data"].as_array().unwrap().len(), 10, "default limit is 10");
+        assert_eq!(first.as_array().unwrap().len(), 10, "default limit is 10");
         let mut names = Vec::new();
-        let mut cursor = String::new();
+        let mut next = "/v1/tags?limit=7".to_owned();
         let mut pages = 0;
         loop {
-            let page = app.get(&format!("/v1/tags?limit=7&cursor={cursor}")).await.expect(200);
+            let page = app.get(&next).await;
+            let link = page.headers.get("link").map(|v| v.to_str().unwrap().to_owned());
+            let data = page.expect(200);
+            let data = data.as_array().unwrap();
             pages += 1;
-            let data = page["data"].as_array().unwrap();
             names.extend(data.iter().map(|t| t["name"].as_str().unwrap().to_owned()));
-            cursor = page["nextCursor"].as_str().unwrap().to_owned();
-            if cursor.is_empty() {
-                break;
-            }
-            assert_eq!(cursor, data.last().unwrap()["id"].as_str().unwrap());
+            let Some(link) = link else { break };
+            let last = data.last().unwrap()["id"].as_str().unwrap();
+            assert_eq!(link, format!("</v1/tags?limit=7&cursor={last}>; rel=\"next\""));
+            next = link.trim_start_matches('<').split('>').next().unwrap().to_owned();
         }
         assert_eq!(pages, 4);
         assert_eq!(names, (0..25).map(|i| format!("t{i:02}")).collect::<Vec<_>>());
-        // A page that ends exactly at the end says so.
-        let exact = app.get("/v1/tags?limit=25").await.expect(200);
-        assert_eq!(exact["nextCursor"], "");
+        // A page that ends exactly at the end says so: no Link.
+        let exact = app.get("/v1/tags?limit=25").await;
+        assert!(exact.headers.get("link").is_none());
+        assert_eq!(exact.expect(200).as_array().unwrap().len(), 25);
         app.get("/v1/tags?limit=0").await.expect_field_error("limit");
         app.get("/v1/tags?limit=101").await.expect_field_error("limit");
         app.get("/v1/tags?cursor=abc").await.expect_field_error("cursor");

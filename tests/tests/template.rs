@@ -200,3 +200,18 @@ impl TaggedOrString for Value {
         matches!(self, Value::Tagged(_) | Value::String(_))
     }
 }
+
+/// Items with an expiry carry it in the attribute the table's time to live
+/// reads; the table streams new items (the welcome-message outbox).
+#[test]
+fn expiring_items_use_the_tables_time_to_live() {
+    let template = template();
+    let table = &template["Resources"]["Table"]["Properties"];
+    let ttl = &table["TimeToLiveSpecification"];
+    assert_eq!(ttl["AttributeName"].as_str(), Some(shared::store::TTL));
+    assert_eq!(ttl["Enabled"].as_bool(), Some(true));
+    assert_eq!(
+        table["StreamSpecification"]["StreamViewType"].as_str(),
+        Some("NEW_IMAGE")
+    );
+}

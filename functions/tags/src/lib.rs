@@ -5,8 +5,8 @@ use axum::extract::State;
 use axum::response::Response;
 use shared::auth::Caller;
 use shared::domain::tags::{self, CreateTag, CreateTagV1, PatchTag, PatchTagV1, TagV1, TagV3};
-use shared::http::{AppState, Body, Group, Params, PathId, Reply, created};
-use shared::page::{CursorPage, CursorQuery, ListPage, OffsetQuery};
+use shared::http::{AppState, Body, Group, Params, PathId, Reply, created, next_link};
+use shared::page::{CursorQuery, ListPage, OffsetQuery};
 
 pub fn group() -> Group {
     Group::new("tags")
@@ -66,16 +66,18 @@ async fn delete(State(s): State<AppState>, caller: Caller, PathId(id): PathId) -
     ))
 }
 
+/// `GET /v1/tags`: a JSON array, as the spec says. The next page, when there
+/// is one, is announced in `Link: </v1/tags?limit=..&cursor=..>; rel="next"`.
 async fn list_v1(
     State(s): State<AppState>,
     caller: Caller,
     Params(q): Params<CursorQuery>,
-) -> Reply<CursorPage<TagV1>> {
-    let page = tags::list_after(s.store.as_ref(), &caller, q.paging()?).await?;
-    Ok(Json(CursorPage {
-        data: page.data.into_iter().map(TagV1::from).collect(),
-        next_cursor: page.next_cursor,
-    }))
+) -> Result<Response, shared::ApiError> {
+    let paging = q.paging()?;
+    let limit = paging.limit;
+    let page = tags::list_after(s.store.as_ref(), &caller, paging).await?;
+    let data: Vec<TagV1> = page.data.into_iter().map(TagV1::from).collect();
+    Ok(next_link("/v1/tags", limit, &page.next_cursor, data))
 }
 
 async fn create_v1(

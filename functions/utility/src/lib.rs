@@ -1,16 +1,26 @@
-//! The utility group: the server's time and a diagnostic of the store.
+//! The utility group: the server's time, a diagnostic of the store, orders,
+//! redirect sessions and page refreshes.
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{RawPathParams, State};
+use axum::response::Response;
 use shared::auth::Caller;
+use shared::domain::billing::{self, OrderView};
+use shared::domain::redirects::{self, CreateRedirectSession, RedirectSessionView};
 use shared::domain::utility::{self, StoreCheck, Time, UtcTime};
-use shared::http::{AppState, Group, Reply};
+use shared::domain::workspaces::{self, RefreshPage, RefreshRequested};
+use shared::http::{AppState, Body, Group, MaybeBody, Params, Reply, created, text_param};
+use shared::page::{ListPage, OffsetQuery};
 
 pub fn group() -> Group {
     Group::new("utility")
         .get("/v3/time", time)
         .get("/v3/time/utc", utc)
         .get("/v3/test-store", test_store)
+        .get("/v3/orders", orders)
+        .post("/v3/redirect-session", create_redirect)
+        .get("/v3/redirect-session/{key}", take_redirect)
+        .post("/v3/refresh-page", refresh_page)
 }
 
 async fn time(_caller: Caller) -> Json<Time> {
@@ -23,4 +33,52 @@ async fn utc(_caller: Caller) -> Json<UtcTime> {
 
 async fn test_store(State(s): State<AppState>, caller: Caller) -> Reply<StoreCheck> {
     Ok(Json(utility::test_store(s.store.as_ref(), &caller).await?))
+}
+
+/// The workspace's orders (completed checkout links), newest first.
+async fn orders(
+    State(s): State<AppState>,
+    caller: Caller,
+    Params(q): Params<OffsetQuery>,
+) -> Reply<ListPage<OrderView>> {
+    Ok(Json(
+        billing::list(s.store.as_ref(), &caller, q.paging()?)
+            .await?
+            .map(OrderView::from),
+    ))
+}
+
+async fn create_redirect(
+    State(s): State<AppState>,
+    caller: Caller,
+    Body(input): Body<CreateRedirectSession>,
+) -> Result<Response, shared::ApiError> {
+    let session = redirects::create(s.store.as_ref(), &caller, input).await?;
+    Ok(created(RedirectSessionView::from(session)))
+}
+
+/// Answers the session once; then (and after its expiry) it is a 404.
+async fn take_redirect(
+    State(s): State<AppState>,
+    caller: Caller,
+    params: RawPathParams,
+) -> Reply<RedirectSessionView> {
+    let key = text_param(&params, "key")?;
+    Ok(Json(
+        redirects::take(s.store.as_ref(), &caller, &key)
+            .await?
+            .into(),
+    ))
+}
+
+/// Asks every open client of the workspace to reload (201); an optional body
+/// `{ "reason": "..." }` is accepted and not kept.
+async fn refresh_page(
+    State(s): State<AppState>,
+    caller: Caller,
+    MaybeBody(_body): MaybeBody<RefreshPage>,
+) -> Result<Response, shared::ApiError> {
+    let refreshed: RefreshRequested =
+        workspaces::request_refresh(s.store.as_ref(), &caller).await?;
+    Ok(created(refreshed))
 }

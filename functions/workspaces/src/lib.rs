@@ -1,11 +1,18 @@
-//! The workspaces group: the caller's workspace, and (admin) new workspaces.
+//! The workspaces group: the caller's workspace, (admin) new workspaces and
+//! their environment, welcome messages, checkout links and churn-reason
+//! suggestions.
+
+mod billing;
 
 use axum::Json;
 use axum::extract::State;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use shared::auth::Caller;
+use shared::domain::churn::{self, AddReasons, ChurnReasonView, ReasonParam};
+use shared::domain::welcome::{self, SendWelcome, WelcomeMessage};
 use shared::domain::workspaces::{self, CreateWorkspace, Environment, WorkspaceView};
-use shared::http::{AppState, Body, Group, PathId, Reply, created};
+use shared::http::{AppState, Body, Group, MaybeBody, Params, PathId, PathKey, Reply, created};
+use shared::page::ListPage;
 
 pub fn group() -> Group {
     Group::new("workspaces")
@@ -13,6 +20,27 @@ pub fn group() -> Group {
         .post("/v3/workspaces", create)
         .post("/v3/workspaces/promote-testing/{id}", promote_testing)
         .post("/v3/workspaces/demote-testing/{id}", demote_testing)
+        .post("/v3/workspaces/send-welcome-message", send_welcome)
+        .get("/v3/workspaces/welcome-messages/{id}", get_welcome)
+        .post("/v3/workspaces/checkout-link", billing::create_link)
+        .get("/v3/workspaces/checkout-link/{code}", billing::get_link)
+        .delete(
+            "/v3/workspaces/checkout-link/{code}",
+            billing::deactivate_link,
+        )
+        .post(
+            "/v3/workspaces/checkout-link/{code}/complete",
+            billing::complete_link,
+        )
+        .get("/v3/workspaces/churn-reasons/suggestions", churn_reasons)
+        .post(
+            "/v3/workspaces/churn-reasons/suggestions",
+            add_churn_reasons,
+        )
+        .delete(
+            "/v3/workspaces/churn-reasons/suggestions",
+            remove_churn_reason,
+        )
 }
 
 async fn info(State(s): State<AppState>, caller: Caller) -> Reply<WorkspaceView> {
@@ -61,4 +89,57 @@ async fn demote_testing(
     )
     .await?;
     Ok(created(WorkspaceView::from(workspace)))
+}
+
+/// 201 with the queued message; the same request again within the window
+/// answers the first message with `x-welcome-duplicate: true`.
+async fn send_welcome(
+    State(s): State<AppState>,
+    caller: Caller,
+    Body(input): Body<SendWelcome>,
+) -> Result<Response, shared::ApiError> {
+    let sending = welcome::send(s.store.as_ref(), &caller, input).await?;
+    let duplicate = if sending.duplicate { "true" } else { "false" };
+    Ok((
+        [("x-welcome-duplicate", duplicate)],
+        created(sending.message),
+    )
+        .into_response())
+}
+
+async fn get_welcome(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathKey(id): PathKey,
+) -> Reply<WelcomeMessage> {
+    Ok(Json(welcome::get(s.store.as_ref(), &caller, &id).await?))
+}
+
+async fn churn_reasons(
+    State(s): State<AppState>,
+    _caller: Caller,
+) -> Reply<ListPage<ChurnReasonView>> {
+    Ok(Json(churn::list(s.store.as_ref()).await?))
+}
+
+/// Operators only: adds reasons (existing ones are kept as they are); 201 with the list.
+async fn add_churn_reasons(
+    State(s): State<AppState>,
+    caller: Caller,
+    Body(input): Body<AddReasons>,
+) -> Result<Response, shared::ApiError> {
+    Ok(created(churn::add(s.store.as_ref(), &caller, input).await?))
+}
+
+/// Operators only: removes the reason named by `?reason=` or `{ "reason" }`.
+async fn remove_churn_reason(
+    State(s): State<AppState>,
+    caller: Caller,
+    Params(query): Params<ReasonParam>,
+    MaybeBody(body): MaybeBody<ReasonParam>,
+) -> Reply<ChurnReasonView> {
+    let reason = query.reason.or(body.and_then(|b| b.reason));
+    Ok(Json(
+        churn::remove(s.store.as_ref(), &caller, reason).await?,
+    ))
 }

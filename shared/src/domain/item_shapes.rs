@@ -114,3 +114,15 @@ fn import_jobs_and_their_chunks_keep_their_shape() {
     round_trip::<crate::domain::imports::ImportJob>("ImportJob");
     round_trip::<crate::domain::imports::Chunk>("ImportChunk");
 }
+
+#[test]
+fn account_records_keep_their_shape() {
+    use crate::domain::{billing, churn, redirects, welcome};
+    round_trip::<billing::CheckoutLink>("CheckoutLink");
+    round_trip::<billing::CheckoutLink>("CheckoutLinkCompleted");
+    round_trip::<billing::Order>("Order");
+    round_trip::<churn::ChurnReason>("ChurnReason");
+    round_trip::<redirects::RedirectSession>("RedirectSession");
+    round_trip::<welcome::WelcomeMessage>("WelcomeMessage");
+    round_trip::<welcome::Sent>("WelcomeSent");
+}

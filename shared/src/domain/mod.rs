@@ -2,8 +2,10 @@
 //! and does one operation of the spec. Handlers only parse and delegate.
 
 pub mod audit;
+pub mod billing;
 pub mod business_hours;
 pub mod catalog;
+pub mod churn;
 pub mod contacts;
 pub mod custom_fields;
 pub mod dashboards;
@@ -11,10 +13,12 @@ pub mod deals;
 pub mod imports;
 pub mod jobs;
 pub mod products;
+pub mod redirects;
 pub mod relations;
 pub mod tags;
 pub mod tokens;
 pub mod utility;
+pub mod welcome;
 pub mod workspaces;
 
 #[cfg(test)]

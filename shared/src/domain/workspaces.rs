@@ -8,7 +8,7 @@ use validator::Validate;
 use crate::auth::{Caller, Scope, TOKEN_PREFIX, hash_token};
 use crate::domain::tokens::{self, TokenView};
 use crate::error::{ApiError, ApiResult};
-use crate::ids::WorkspaceId;
+use crate::ids::{self, Timestamp, WorkspaceId};
 use crate::keys;
 use crate::record::{self, Mutation, Record, Stamps, with_fresh_id};
 use crate::store::{Key, Store};
@@ -31,6 +31,13 @@ pub struct Workspace {
     pub name: String,
     #[serde(default)]
     pub environment: Environment,
+    /// When a client last asked every open client to reload (`POST /v3/refresh-page`).
+    #[serde(
+        default,
+        with = "crate::ids::ts_format::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub refresh_requested_at: Option<Timestamp>,
     #[serde(flatten)]
     pub stamps: Stamps,
     pub version: u64,
@@ -52,6 +59,12 @@ pub struct WorkspaceView {
     pub workspace_id: WorkspaceId,
     pub name: String,
     pub environment: Environment,
+    #[serde(
+        default,
+        with = "crate::ids::ts_format::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub refresh_requested_at: Option<Timestamp>,
     #[serde(flatten)]
     pub stamps: Stamps,
 }
@@ -63,6 +76,7 @@ impl From<Workspace> for WorkspaceView {
             workspace_id: w.id,
             name: w.name,
             environment: w.environment,
+            refresh_requested_at: w.refresh_requested_at,
             stamps: w.stamps,
         }
     }
@@ -114,6 +128,7 @@ pub async fn create(
             id,
             name: input.name.trim().to_owned(),
             environment: Environment::Production,
+            refresh_requested_at: None,
             stamps: Stamps::new(),
             version: 1,
         };
@@ -213,6 +228,7 @@ pub async fn bootstrap(
             id: FIRST_WORKSPACE,
             name: name.to_owned(),
             environment: Environment::Production,
+            refresh_requested_at: None,
             stamps: Stamps::new(),
             version: 1,
         })?;
@@ -236,5 +252,53 @@ pub async fn bootstrap(
     Ok(Bootstrap {
         created_workspace: !exists,
         new_token: Some(issued.secret),
+    })
+}
+
+/// The optional body of `POST /v3/refresh-page`: a reason, accepted for the
+/// clients' logs and not kept.
+#[derive(Debug, Deserialize, Validate)]
+#[serde(deny_unknown_fields)]
+pub struct RefreshPage {
+    #[validate(length(max = 256))]
+    pub reason: Option<String>,
+}
+
+/// The answer of `POST /v3/refresh-page`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RefreshRequested {
+    pub workspace_id: WorkspaceId,
+    #[serde(with = "crate::ids::ts_format")]
+    pub refresh_requested_at: Timestamp,
+}
+
+/// `POST /v3/refresh-page`: records on the workspace that every open client
+/// should reload. Clients poll `GET /v3/workspaces/info` and reload when its
+/// `refreshRequestedAt` is later than their own start.
+pub async fn request_refresh(store: &dyn Store, caller: &Caller) -> ApiResult<RefreshRequested> {
+    let key = keys::workspace(caller.workspace_id);
+    let current: Workspace = record::find(store, &key, true, "workspace").await?;
+    let mut workspace = current.clone();
+    let now = ids::now().max(
+        current
+            .refresh_requested_at
+            .map_or(current.stamps.created_at, |t| {
+                t + chrono::Duration::milliseconds(1)
+            }),
+    );
+    workspace.refresh_requested_at = Some(now);
+    let mut m = Mutation::new(caller);
+    m.update(&current, &mut workspace)?;
+    m.commit(
+        store,
+        "workspace.refreshPage",
+        "workspace",
+        &caller.workspace_id.to_string(),
+    )
+    .await?;
+    Ok(RefreshRequested {
+        workspace_id: caller.workspace_id,
+        refresh_requested_at: now,
     })
 }

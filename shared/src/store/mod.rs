@@ -27,6 +27,10 @@ pub const VERSION: &str = "version";
 /// called that, while a custom field has a `type` of its own).
 pub const TYPE: &str = "_type";
 
+/// Items that expire carry their expiry here, in epoch seconds: DynamoDB's time
+/// to live deletes them (within days), and reads refuse them from that second on.
+pub const TTL: &str = "ttl";
+
 /// DynamoDB's limits that the code relies on; the embedded store enforces them too.
 pub const MAX_ITEM_BYTES: usize = 400 * 1024;
 pub const MAX_TRANSACTION_ITEMS: usize = 100;

@@ -1,0 +1,56 @@
+//! Checkout links: create, read, deactivate, and (admin) complete into an order.
+
+use axum::Json;
+use axum::extract::{RawPathParams, State};
+use axum::response::Response;
+use shared::auth::Caller;
+use shared::domain::billing::{
+    self, CheckoutLinkView, CompleteCheckout, CreateCheckoutLink, OrderView,
+};
+use shared::http::{AppState, Body, MaybeBody, Reply, created, text_param};
+
+pub async fn create_link(
+    State(s): State<AppState>,
+    caller: Caller,
+    Body(input): Body<CreateCheckoutLink>,
+) -> Result<Response, shared::ApiError> {
+    let link = billing::create(s.store.as_ref(), &caller, input).await?;
+    Ok(created(CheckoutLinkView::from(link)))
+}
+
+pub async fn get_link(
+    State(s): State<AppState>,
+    caller: Caller,
+    params: RawPathParams,
+) -> Reply<CheckoutLinkView> {
+    let code = text_param(&params, "code")?;
+    Ok(Json(
+        billing::get(s.store.as_ref(), &caller, &code).await?.into(),
+    ))
+}
+
+pub async fn deactivate_link(
+    State(s): State<AppState>,
+    caller: Caller,
+    params: RawPathParams,
+) -> Reply<CheckoutLinkView> {
+    let code = text_param(&params, "code")?;
+    Ok(Json(
+        billing::deactivate(s.store.as_ref(), &caller, &code)
+            .await?
+            .into(),
+    ))
+}
+
+/// Operators only (the payment provider's callback): 201 with the order.
+pub async fn complete_link(
+    State(s): State<AppState>,
+    caller: Caller,
+    params: RawPathParams,
+    MaybeBody(input): MaybeBody<CompleteCheckout>,
+) -> Result<Response, shared::ApiError> {
+    let code = text_param(&params, "code")?;
+    let order =
+        billing::complete(s.store.as_ref(), &caller, &code, input.unwrap_or_default()).await?;
+    Ok(created(OrderView::from(order)))
+}
