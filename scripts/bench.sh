@@ -4,6 +4,11 @@
 #
 #   scripts/bench.sh                 # 10 cold starts x 100 warm calls per function
 #   BENCH_ARGS="--cold-starts 3 --warm 20" scripts/bench.sh
+#   BENCH_LOCAL_ARGS="--sizes 10000,100000" scripts/bench.sh   # smaller stores
+#
+# Then the local API (`crm serve`) on the embedded store: start-up and memory
+# at 10k, 100k and 1M items, and GET/create throughput on disk and in memory
+# (bench/src/bin/local.rs; about 5 minutes, most of it loading 1M items).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/dynamodb-local.sh
@@ -36,6 +41,17 @@ out=docs/bench-results.md
     --function "tags=target/release/tags=events/tags-list.json" \
     --function "contacts=target/release/contacts=events/contacts-find-or-create.json" \
     --function "deals=target/release/deals=events/deals-list.json"
+  echo
+  echo "## The local API on the embedded store"
+  echo
+  echo "\`crm serve\` (release) measured by \`bench-local\`: items loaded through the store"
+  echo "(tag-shaped, 100 per transaction, fsynced), then the time from spawning the"
+  echo "server to its accepting connections (a clean start, after a clean stop), and its"
+  echo "resident memory after a list request. Throughput: 16 keep-alive connections"
+  echo "for 5 s each, on one machine with the load generator."
+  echo
+  # shellcheck disable=SC2086
+  target/release/bench-local --crm target/release/crm ${BENCH_LOCAL_ARGS:-}
 } >"$out.tmp"
 mv "$out.tmp" "$out"
 cat "$out"

@@ -14,7 +14,7 @@ use shared::domain::workspaces;
 use shared::http::AppState;
 use shared::keys;
 use shared::store::SharedStore;
-use shared::store::memory::MemoryStore;
+use shared::store::embedded::EmbeddedStore;
 
 #[derive(Parser)]
 #[command(name = "crm", version, about = "Operator tool of the CRM API")]
@@ -90,9 +90,12 @@ async fn main() {
     let cli = Cli::parse();
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // Colours only for a person at a terminal; plain text in files and pipes.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stdout());
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_target(false)
+        .with_ansi(ansi)
         .compact()
         .init();
     let result = match cli.command.unwrap_or(Command::Serve(Serve::default())) {
@@ -115,9 +118,9 @@ async fn serve(args: Serve) -> Result<(), String> {
     let store: SharedStore = if args.dynamodb {
         Arc::new(Config::from_env().dynamo_store().await)
     } else if args.in_memory {
-        Arc::new(MemoryStore::in_memory(keys::GSIS))
+        Arc::new(EmbeddedStore::in_memory(keys::GSIS))
     } else {
-        let store = MemoryStore::open(&args.data, keys::GSIS)
+        let store = EmbeddedStore::open(&args.data, keys::GSIS)
             .map_err(|e| format!("cannot open the store in {}: {e}", args.data.display()))?;
         Arc::new(store)
     };
@@ -143,10 +146,9 @@ async fn serve(args: Serve) -> Result<(), String> {
     }
     tracing::info!("CRM API on http://{addr} ({where_}); Ctrl-C stops it");
     // Background jobs run in this process, behind the same queue trait as SQS on AWS.
-    let queue = Arc::new(shared::queue::LocalQueue::start(
-        store.clone(),
-        Arc::new(shared::domain::jobs::Jobs),
-    ));
+    let queue = Arc::new(
+        shared::queue::LocalQueue::start(store.clone(), Arc::new(shared::domain::jobs::Jobs)).await,
+    );
     axum::serve(listener, crm::app(AppState::new(store).with_queue(queue)))
         .with_graceful_shutdown(shutdown())
         .await
@@ -209,7 +211,7 @@ async fn load(args: Load) -> Result<(), String> {
         Arc::new(Config::from_env().dynamo_store().await)
     } else {
         Arc::new(
-            MemoryStore::open(&args.data, keys::GSIS)
+            EmbeddedStore::open(&args.data, keys::GSIS)
                 .map_err(|e| format!("cannot open the store in {}: {e}", args.data.display()))?,
         )
     };

@@ -44,6 +44,8 @@
 //! | Order             | by id; list newest first               | table | `W#<ws>#ORDER`        | `<id:16>`               |
 //! | Churn reason      | the suggestion list (every workspace)  | table | `CHURNREASON`         | `<folded reason>`       |
 //! | Redirect session  | by key, read once                      | table | `W#<ws>#REDIRECT`     | `<key>`                 |
+//! | Local job         | jobs the in-process queue has not run  | table | `LOCALQUEUE`          | `<ulid>`                |
+//! | Local dead job    | jobs that failed every run (local)     | table | `LOCALQUEUE#DEAD`     | `<ulid>`                |
 //!
 //! Contact ids are time-ordered, so creation order is id order and a creation
 //! window is an id range (`ids::id_range`): no creation-time index is needed.
@@ -344,6 +346,17 @@ pub fn churn_reason(folded: &str) -> Key {
 
 pub fn redirect_session(ws: WorkspaceId, key: &str) -> Key {
     Key::new(collection(ws, "REDIRECT"), key)
+}
+
+/// The partition of the in-process job queue (`crm serve`): a job message
+/// stays here until it ran, so a job accepted before a crash runs after the
+/// restart. SQS keeps them on AWS; nothing writes here there.
+pub const LOCAL_JOBS: &str = "LOCALQUEUE";
+/// Local job messages that failed every run, kept for a person to look at.
+pub const LOCAL_DEAD_JOBS: &str = "LOCALQUEUE#DEAD";
+
+pub fn local_job(id: &str) -> Key {
+    Key::new(LOCAL_JOBS, id)
 }
 
 /// The contact id at the end of an index item's sort key (`...#<id:16>` or `<id:16>`).

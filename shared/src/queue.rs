@@ -15,7 +15,8 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 use crate::ids::WorkspaceId;
-use crate::store::{SharedStore, Store};
+use crate::keys;
+use crate::store::{Index, Item, PK, Query, SK, SharedStore, SkRange, Store, TYPE, Write};
 
 /// The body of one queue message: which job to run. What the job works on is in
 /// the table (the job's record), so a message is tiny whatever the job.
@@ -58,43 +59,126 @@ pub trait JobRunner: Send + Sync + 'static {
     async fn run(&self, store: &dyn Store, message: &JobMessage) -> Result<(), String>;
 }
 
-/// In-process queue: a task that runs each message, retrying a failed run (as
-/// SQS would redeliver) a few times with a growing pause.
+/// In-process queue (`crm serve`, tests): the same at-least-once semantics as
+/// SQS. A message is written to the store (`keys::LOCAL_JOBS`) before `send`
+/// answers, and removed once its run succeeded; on start, every message left
+/// there (a job accepted before a stop or a crash) is run again. A run that
+/// fails is retried with a growing pause; after [`LOCAL_ATTEMPTS`] the message
+/// moves to `keys::LOCAL_DEAD_JOBS`, as SQS moves it to its dead-letter queue.
 pub struct LocalQueue {
-    tx: mpsc::UnboundedSender<JobMessage>,
+    tx: mpsc::UnboundedSender<(String, JobMessage)>,
+    store: SharedStore,
 }
 
 /// Runs of one message before the local queue gives up (SQS's `maxReceiveCount`).
 pub const LOCAL_ATTEMPTS: u64 = 5;
 
 impl LocalQueue {
-    pub fn start(store: SharedStore, runner: Arc<dyn JobRunner>) -> Self {
-        let (tx, mut rx) = mpsc::unbounded_channel::<JobMessage>();
+    /// Starts the runner; the messages left from the last run are read first
+    /// (one Query), so they are queued before anything new.
+    pub async fn start(store: SharedStore, runner: Arc<dyn JobRunner>) -> Self {
+        let (tx, mut rx) = mpsc::unbounded_channel::<(String, JobMessage)>();
+        match left_over(store.as_ref()).await {
+            Ok(messages) => {
+                if !messages.is_empty() {
+                    tracing::info!(
+                        jobs = messages.len(),
+                        "running the jobs left from the last run"
+                    );
+                }
+                for m in messages {
+                    let _ = tx.send(m);
+                }
+            }
+            Err(e) => tracing::error!(error = %e, "could not read the jobs left from the last run"),
+        }
+        let running = store.clone();
         tokio::spawn(async move {
-            while let Some(message) = rx.recv().await {
-                let (store, runner) = (store.clone(), runner.clone());
+            while let Some((id, message)) = rx.recv().await {
+                let (store, runner) = (running.clone(), runner.clone());
                 tokio::spawn(async move {
                     for attempt in 1..=LOCAL_ATTEMPTS {
                         match runner.run(store.as_ref(), &message).await {
-                            Ok(()) => break,
+                            Ok(()) => {
+                                let _ = store
+                                    .write(vec![Write::Delete {
+                                        key: keys::local_job(&id),
+                                        condition: None,
+                                    }])
+                                    .await;
+                                return;
+                            }
                             Err(e) => {
                                 tracing::warn!(job = %message.job_id, attempt, error = %e, "job run failed");
                                 tokio::time::sleep(Duration::from_millis(200 * attempt)).await;
                             }
                         }
                     }
+                    tracing::error!(job = %message.job_id, "job failed {LOCAL_ATTEMPTS} times; kept in {}", keys::LOCAL_DEAD_JOBS);
+                    if let Ok(item) = job_item(keys::LOCAL_DEAD_JOBS, &id, &message) {
+                        let _ = store
+                            .write(vec![
+                                Write::Put {
+                                    item,
+                                    condition: None,
+                                },
+                                Write::Delete {
+                                    key: keys::local_job(&id),
+                                    condition: None,
+                                },
+                            ])
+                            .await;
+                    }
                 });
             }
         });
-        Self { tx }
+        Self { tx, store }
     }
+}
+
+/// The stored form of a local job message.
+fn job_item(partition: &str, id: &str, message: &JobMessage) -> Result<Item, String> {
+    let mut item = Item::new();
+    item.insert(PK.into(), partition.into());
+    item.insert(SK.into(), id.into());
+    item.insert(TYPE.into(), "LocalJob".into());
+    item.insert(
+        "message".into(),
+        serde_json::to_value(message).map_err(|e| e.to_string())?,
+    );
+    Ok(item)
+}
+
+/// The messages not run yet, oldest first.
+async fn left_over(store: &dyn Store) -> Result<Vec<(String, JobMessage)>, String> {
+    let query = Query::new(Index::TABLE, keys::LOCAL_JOBS, SkRange::All);
+    let items = crate::page::read_up_to(store, query, usize::MAX)
+        .await
+        .map_err(|e| e.message)?;
+    Ok(items
+        .into_iter()
+        .filter_map(|item| {
+            let id = item.get(SK)?.as_str()?.to_owned();
+            let message = serde_json::from_value(item.get("message")?.clone()).ok()?;
+            Some((id, message))
+        })
+        .collect())
 }
 
 #[async_trait]
 impl JobQueue for LocalQueue {
     async fn send(&self, message: &JobMessage) -> Result<(), String> {
+        let id = crate::ids::new_ulid();
+        let item = job_item(keys::LOCAL_JOBS, &id, message)?;
+        self.store
+            .write(vec![Write::Put {
+                item,
+                condition: None,
+            }])
+            .await
+            .map_err(|e| format!("the local job queue could not keep the job: {e}"))?;
         self.tx
-            .send(message.clone())
+            .send((id, message.clone()))
             .map_err(|_| "the local job runner stopped".to_owned())
     }
 }

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use shared::domain::workspaces;
 use shared::http::AppState;
 use shared::keys;
-use shared::store::memory::MemoryStore;
+use shared::store::embedded::EmbeddedStore;
 use shared::store::{MetricsSnapshot, SharedStore};
 use tower::ServiceExt;
 
@@ -32,6 +32,8 @@ pub const ADMIN_TOKEN: &str = "crm_test_admin_token_0123456789";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
     Embedded,
+    /// The embedded store in a folder: its engine on disk, fsynced commits.
+    OnDisk,
     DynamoDb,
 }
 
@@ -41,6 +43,25 @@ pub struct TestApp {
     pub backend: Backend,
     /// DynamoDB only: the table of this test.
     pub table: Option<String>,
+    /// On disk only: the folder, removed when the test ends.
+    pub folder: Option<TempFolder>,
+}
+
+/// A folder under the system's temporary folder, removed on drop.
+pub struct TempFolder(pub std::path::PathBuf);
+
+impl TempFolder {
+    pub fn new(what: &str) -> Self {
+        let path = std::env::temp_dir().join(format!("crm-{what}-{}", shared::ids::new_ulid()));
+        std::fs::create_dir_all(&path).expect("a temporary folder");
+        Self(path)
+    }
+}
+
+impl Drop for TempFolder {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// A response, its body parsed as JSON (or `Value::Null` when empty).
@@ -107,8 +128,18 @@ impl TestApp {
     }
 
     pub async fn embedded() -> Self {
-        let store: SharedStore = Arc::new(MemoryStore::in_memory(keys::GSIS));
+        let store: SharedStore = Arc::new(EmbeddedStore::in_memory(keys::GSIS));
         Self::with_store(store, Backend::Embedded, None).await
+    }
+
+    /// The embedded store in a fresh folder (the engine on disk).
+    pub async fn on_disk() -> Self {
+        let folder = TempFolder::new("store");
+        let store: SharedStore =
+            Arc::new(EmbeddedStore::open(&folder.0, keys::GSIS).expect("open the store"));
+        let mut app = Self::with_store(store, Backend::OnDisk, None).await;
+        app.folder = Some(folder);
+        app
     }
 
     /// A fresh table on DynamoDB Local, or `None` (skipped) when it is not running.
@@ -147,15 +178,19 @@ impl TestApp {
         )
         .await
         .expect("bootstrap workspace 1");
-        let queue = Arc::new(shared::queue::LocalQueue::start(
-            store.clone(),
-            std::sync::Arc::new(shared::domain::jobs::Jobs),
-        ));
+        let queue = Arc::new(
+            shared::queue::LocalQueue::start(
+                store.clone(),
+                std::sync::Arc::new(shared::domain::jobs::Jobs),
+            )
+            .await,
+        );
         Self {
             router: crm::app(AppState::new(store.clone()).with_queue(queue)),
             store,
             backend,
             table,
+            folder: None,
         }
     }
 
@@ -335,4 +370,35 @@ impl shared::queue::JobQueue for RecordingQueue {
         self.0.lock().unwrap().push(message.clone());
         Ok(())
     }
+}
+
+/// Like [`api_test!`], and a third time on the embedded store on disk
+/// (`<name>::on_disk`): for the store's own semantics.
+#[macro_export]
+macro_rules! store_test {
+    ($(#[$meta:meta])* async fn $name:ident($app:ident) $body:block) => {
+        $(#[$meta])*
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn embedded() {
+                let $app = $crate::TestApp::embedded().await;
+                $body
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn on_disk() {
+                let $app = $crate::TestApp::on_disk().await;
+                $body
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn dynamodb() {
+                let Some($app) = $crate::TestApp::dynamodb().await else { return };
+                $body
+            }
+        }
+    };
 }

@@ -1,11 +1,12 @@
 //! The store's semantics, the same on the embedded store and on DynamoDB Local:
 //! conditions, all-or-nothing transactions, DynamoDB's limits, key order,
-//! ranges, pages and indexes. What passes locally passes on DynamoDB.
+//! ranges, pages and indexes. What passes locally passes on DynamoDB. Each
+//! test runs on the embedded store in memory, on disk, and on DynamoDB Local.
 
-use api_tests::api_test;
 use api_tests::serde_json::{Value, json};
+use api_tests::store_test;
 use shared::keys::GSI1;
-use shared::store::memory::MemoryStore;
+use shared::store::embedded::EmbeddedStore;
 use shared::store::{Condition, Index, Item, Key, Query, SkRange, Store, StoreError, Write};
 
 fn item(pk: &str, sk: &str, extra: Value) -> Item {
@@ -29,7 +30,7 @@ fn sks(items: &[Item]) -> Vec<&str> {
     items.iter().map(|i| i["sk"].as_str().unwrap()).collect()
 }
 
-api_test! {
+store_test! {
     async fn conditions_guard_writes(app) {
         let s = app.store.as_ref();
         let key = Key::new("T#1", "a");
@@ -45,7 +46,7 @@ api_test! {
     }
 }
 
-api_test! {
+store_test! {
     /// A failed condition anywhere in a transaction writes nothing, and names its position.
     async fn transactions_are_all_or_nothing(app) {
         let s = app.store.as_ref();
@@ -63,7 +64,7 @@ api_test! {
     }
 }
 
-api_test! {
+store_test! {
     /// Numbers are decimals: a whole float reads back as an integer, on both stores.
     async fn numbers_read_back_as_dynamodb_keeps_them(app) {
         let s = app.store.as_ref();
@@ -75,7 +76,7 @@ api_test! {
     }
 }
 
-api_test! {
+store_test! {
     async fn counters_start_at_zero_and_add(app) {
         let s = app.store.as_ref();
         let key = Key::new("T#1", "count");
@@ -86,7 +87,7 @@ api_test! {
     }
 }
 
-api_test! {
+store_test! {
     /// DynamoDB refuses these; so does the embedded store.
     async fn limits_are_enforced(app) {
         let s = app.store.as_ref();
@@ -101,7 +102,7 @@ api_test! {
     }
 }
 
-api_test! {
+store_test! {
     /// Sort keys in byte order, ranges, both directions, and pages that resume.
     async fn queries_read_key_ranges_in_order(app) {
         let s = app.store.as_ref();
@@ -151,7 +152,7 @@ api_test! {
     }
 }
 
-api_test! {
+store_test! {
     async fn secondary_indexes_follow_their_items(app) {
         let s = app.store.as_ref();
         let indexed = |sk: &str, g: &str| item("T#g", sk, json!({ "gsi1pk": "G", "gsi1sk": g }));
@@ -171,7 +172,7 @@ api_test! {
     }
 }
 
-api_test! {
+store_test! {
     async fn batch_gets_skip_missing_keys(app) {
         let s = app.store.as_ref();
         s.write(vec![put(item("T#b", "1", json!({}))), put(item("T#b", "2", json!({})))]).await.unwrap();
@@ -190,7 +191,7 @@ api_test! {
 async fn the_embedded_store_survives_a_restart() {
     let dir = std::env::temp_dir().join(format!("crm-store-test-{}", shared::ids::new_ulid()));
     {
-        let s = MemoryStore::open(&dir, shared::keys::GSIS).unwrap();
+        let s = EmbeddedStore::open(&dir, shared::keys::GSIS).unwrap();
         s.write(vec![
             put(item("T#p", "kept", json!({ "gsi1pk": "G", "gsi1sk": "1" }))),
             put(item("T#p", "gone", json!({}))),
@@ -212,7 +213,7 @@ async fn the_embedded_store_survives_a_restart() {
         .unwrap();
     }
     for _ in 0..2 {
-        let s = MemoryStore::open(&dir, shared::keys::GSIS).unwrap();
+        let s = EmbeddedStore::open(&dir, shared::keys::GSIS).unwrap();
         assert!(
             s.get(&Key::new("T#p", "kept"), true)
                 .await
@@ -233,4 +234,170 @@ async fn the_embedded_store_survives_a_restart() {
         assert_eq!(sks(&indexed.items), ["kept"]);
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A folder of the first format (a JSON-lines log) is migrated once on open:
+/// every live item and index entry is there, a torn last line (a crash
+/// mid-append) loses only that write, and the log is kept aside.
+#[tokio::test]
+async fn a_folder_of_the_first_format_is_migrated() {
+    let folder = api_tests::TempFolder::new("migrate");
+    let log = [
+        json!({ "put": [item("T#m", "a", json!({ "gsi1pk": "G", "gsi1sk": "2", "n": 1.0 })), item("T#m", "b", json!({}))] }).to_string(),
+        json!({ "put": [item("T#m", "c", json!({ "gsi1pk": "G", "gsi1sk": "1" }))], "delete": [["T#m", "b"]] }).to_string(),
+        r#"{"put":[{"pk":"T#m","sk":"torn""#.to_owned(),
+    ]
+    .join("\n");
+    std::fs::write(folder.0.join("crm-store.jsonl"), log).unwrap();
+    {
+        let s = EmbeddedStore::open(&folder.0, shared::keys::GSIS).unwrap();
+        let all = s
+            .query(&Query::new(Index::TABLE, "T#m", SkRange::All))
+            .await
+            .unwrap();
+        assert_eq!(sks(&all.items), ["a", "c"]);
+        assert_eq!(all.items[0]["n"], 1, "numbers as DynamoDB keeps them");
+        let indexed = s.query(&Query::new(GSI1, "G", SkRange::All)).await.unwrap();
+        assert_eq!(sks(&indexed.items), ["c", "a"], "in index order");
+        s.write(vec![put(item("T#m", "d", json!({})))])
+            .await
+            .unwrap();
+    }
+    assert!(!folder.0.join("crm-store.jsonl").exists());
+    assert!(folder.0.join("crm-store.jsonl.migrated").exists());
+    let s = EmbeddedStore::open(&folder.0, shared::keys::GSIS).unwrap();
+    let all = s
+        .query(&Query::new(Index::TABLE, "T#m", SkRange::All))
+        .await
+        .unwrap();
+    assert_eq!(sks(&all.items), ["a", "c", "d"], "the migration ran once");
+}
+
+/// A torn write at the end of the engine's file (bytes past its last commit,
+/// as a crash while the file grows leaves them) loses nothing committed.
+#[tokio::test]
+async fn a_torn_tail_of_the_engine_file_loses_nothing_committed() {
+    let folder = api_tests::TempFolder::new("torn");
+    {
+        let s = EmbeddedStore::open(&folder.0, shared::keys::GSIS).unwrap();
+        for i in 0..20 {
+            s.write(vec![put(item(
+                "T#t",
+                &format!("{i:02}"),
+                json!({ "gsi1pk": "G", "gsi1sk": format!("{i:02}") }),
+            ))])
+            .await
+            .unwrap();
+        }
+    }
+    let file = folder.0.join("crm-store.redb");
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes.extend((0..8192u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8));
+    std::fs::write(&file, bytes).unwrap();
+    let s = EmbeddedStore::open(&folder.0, shared::keys::GSIS).unwrap();
+    let all = s
+        .query(&Query::new(Index::TABLE, "T#t", SkRange::All))
+        .await
+        .unwrap();
+    assert_eq!(all.items.len(), 20);
+    let indexed = s.query(&Query::new(GSI1, "G", SkRange::All)).await.unwrap();
+    assert_eq!(indexed.items.len(), 20);
+    s.write(vec![put(item("T#t", "after", json!({})))])
+        .await
+        .unwrap();
+}
+
+/// A job the local queue accepted before the process stopped (here: its
+/// runner never finished) runs when the next process starts.
+#[test]
+fn a_local_job_accepted_before_a_crash_runs_after_restart() {
+    use shared::queue::{JobMessage, JobQueue, JobRunner, LocalQueue};
+    use std::sync::Arc;
+
+    struct Stuck;
+    #[async_trait::async_trait]
+    impl JobRunner for Stuck {
+        async fn run(&self, _: &dyn Store, _: &JobMessage) -> Result<(), String> {
+            std::future::pending().await
+        }
+    }
+
+    let folder = api_tests::TempFolder::new("jobs");
+    let request: shared::domain::imports::ImportRequest = serde_json::from_value(json!({
+        "contacts": [{ "name": "Ana", "phone": "21 98888-0001" }, { "name": "Rui", "phone": "21 98888-0002" }]
+    }))
+    .unwrap();
+    let caller = shared::auth::Caller::system(1, "test");
+    let job_id = {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let id = runtime.block_on(async {
+            let store: shared::store::SharedStore =
+                Arc::new(EmbeddedStore::open(&folder.0, shared::keys::GSIS).unwrap());
+            let queue = LocalQueue::start(store.clone(), Arc::new(Stuck)).await;
+            let job = shared::domain::imports::start(
+                store.as_ref(),
+                &queue as &dyn JobQueue,
+                &caller,
+                request,
+            )
+            .await
+            .unwrap();
+            job.id
+        });
+        // The process "dies": its tasks (and the stuck run) are dropped with the runtime.
+        drop(runtime);
+        id
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let store: shared::store::SharedStore =
+            Arc::new(EmbeddedStore::open(&folder.0, shared::keys::GSIS).unwrap());
+        let stored = shared::domain::imports::get(store.as_ref(), &caller, &job_id)
+            .await
+            .unwrap();
+        assert_eq!(stored.status, shared::domain::imports::JobStatus::Queued);
+        let _queue = LocalQueue::start(store.clone(), Arc::new(shared::domain::jobs::Jobs)).await;
+        let mut done = None;
+        for _ in 0..200 {
+            let job = shared::domain::imports::get(store.as_ref(), &caller, &job_id)
+                .await
+                .unwrap();
+            if job.status == shared::domain::imports::JobStatus::Done {
+                done = Some(job);
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+        let job = done.expect("the job ran after the restart");
+        assert_eq!(job.created, 2);
+        // Its message is gone from the queue once it ran.
+        let left = store
+            .query(&Query::new(
+                Index::TABLE,
+                shared::keys::LOCAL_JOBS,
+                SkRange::All,
+            ))
+            .await
+            .unwrap();
+        assert!(left.items.is_empty() || wait_empty(store.as_ref()).await);
+    });
+}
+
+/// The queue removes a message right after its run; give it a moment.
+async fn wait_empty(store: &dyn Store) -> bool {
+    for _ in 0..200 {
+        let left = store
+            .query(&Query::new(
+                Index::TABLE,
+                shared::keys::LOCAL_JOBS,
+                SkRange::All,
+            ))
+            .await
+            .unwrap();
+        if left.items.is_empty() {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    false
 }

@@ -1,13 +1,13 @@
 //! The store: a narrow trait at the level of table operations.
 //!
 //! Two backends implement it: [`dynamo::DynamoStore`] (production, and DynamoDB
-//! Local in tests) and [`memory::MemoryStore`] (the embedded store of `crm serve`).
+//! Local in tests) and [`embedded::EmbeddedStore`] (the embedded store of `crm serve`).
 //! Everything above it (entities, uniqueness, counters, pagination, audit) is
 //! written once in terms of these operations. There is no scan: every read is a
 //! get, a batch get or a key-range query.
 
 pub mod dynamo;
-pub mod memory;
+pub mod embedded;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

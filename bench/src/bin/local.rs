@@ -1,0 +1,316 @@
+//! The local API on the embedded store (`crm serve`), measured as a user runs
+//! it: start-up time and resident memory at 10k, 100k and 1M items (loaded
+//! through the store, not the API, for speed), and the throughput of GET by id
+//! and of creates on a folder (durable) against `--in-memory`. Prints markdown
+//! tables for docs/bench-results.md.
+//!
+//!   bench-local --crm target/release/crm --sizes 10000,100000,1000000
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use serde_json::json;
+use shared::keys;
+use shared::store::embedded::EmbeddedStore;
+use shared::store::{Item, Store, Write};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+
+const TOKEN: &str = "crm_bench_local_token_0123456789";
+
+#[derive(Parser)]
+struct Args {
+    /// The `crm` binary to measure.
+    #[arg(long, default_value = "target/release/crm")]
+    crm: PathBuf,
+    /// Store sizes (items) for start-up and memory.
+    #[arg(long, value_delimiter = ',', default_value = "10000,100000,1000000")]
+    sizes: Vec<usize>,
+    /// Seconds of load per throughput run.
+    #[arg(long, default_value_t = 5)]
+    seconds: u64,
+    /// Concurrent connections of the load.
+    #[arg(long, default_value_t = 16)]
+    connections: usize,
+    /// Where to keep the folders (removed at the end).
+    #[arg(long, default_value = "target/bench-local")]
+    work: PathBuf,
+}
+
+/// Fills a folder with `n` tag-shaped items of workspace 1, 100 per transaction.
+async fn fill(dir: &Path, n: usize) -> Duration {
+    let started = Instant::now();
+    let store = Arc::new(EmbeddedStore::open(dir, keys::GSIS).expect("open"));
+    let next = Arc::new(AtomicU64::new(0));
+    let writers: Vec<_> = (0..8)
+        .map(|_| {
+            let (store, next) = (store.clone(), next.clone());
+            tokio::spawn(async move {
+                loop {
+                    let start = next.fetch_add(100, Ordering::Relaxed) as usize;
+                    if start >= n {
+                        break;
+                    }
+                    let writes: Vec<Write> = (start..(start + 100).min(n))
+                        .map(|i| {
+                            let Ok(serde_json::Value::Object(item)) = serde_json::to_value(json!({
+                                "pk": keys::tags(shared::ids::WorkspaceId(1)),
+                                "sk": shared::ids::padded(1_000_000_000 + i as u64),
+                                "_type": "Tag",
+                                "id": 1_000_000_000 + i as u64,
+                                "workspaceId": 1,
+                                "name": format!("bench tag {i}"),
+                                "color": "#336699",
+                                "createdAt": "2026-11-22T00:00:00.000Z",
+                                "lastUpdateAt": "2026-11-22T00:00:00.000Z",
+                                "version": 1,
+                            })) else {
+                                unreachable!()
+                            };
+                            Write::Put {
+                                item: item as Item,
+                                condition: None,
+                            }
+                        })
+                        .collect();
+                    store.write(writes).await.expect("write");
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.await.unwrap();
+    }
+    drop(store);
+    started.elapsed()
+}
+
+struct Serving {
+    child: tokio::process::Child,
+    port: u16,
+}
+
+impl Serving {
+    /// SIGKILL: a crash.
+    async fn crash(mut self) {
+        let _ = self.child.kill().await;
+    }
+
+    /// SIGTERM, as Ctrl-C: the server stops cleanly.
+    async fn stop(mut self) {
+        if let Some(pid) = self.child.id() {
+            let _ = std::process::Command::new("kill")
+                .arg(pid.to_string())
+                .status();
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(30), self.child.wait()).await;
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Starts `crm serve` and answers the time until it accepts connections.
+async fn serve(crm: &Path, args: &[&str]) -> (Serving, Duration) {
+    let port = free_port();
+    let started = Instant::now();
+    let child = tokio::process::Command::new(crm)
+        .arg("serve")
+        .args(["--port", &port.to_string()])
+        .args(args)
+        .env("CRM_BOOTSTRAP_TOKEN", TOKEN)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("crm starts");
+    loop {
+        if TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "crm serve did not start"
+        );
+        tokio::time::sleep(Duration::from_micros(200)).await;
+    }
+    (Serving { child, port }, started.elapsed())
+}
+
+fn rss_mb(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<f64>().ok())
+        .unwrap_or(0.0)
+        / 1024.0
+}
+
+/// One keep-alive HTTP/1.1 connection.
+struct Conn {
+    stream: BufReader<TcpStream>,
+}
+
+impl Conn {
+    async fn open(port: u16) -> Self {
+        let stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+        stream.set_nodelay(true).unwrap();
+        Self {
+            stream: BufReader::new(stream),
+        }
+    }
+
+    async fn call(&mut self, method: &str, path: &str, body: &str) -> (u16, String) {
+        let request = format!(
+            "{method} {path} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        self.stream
+            .get_mut()
+            .write_all(request.as_bytes())
+            .await
+            .unwrap();
+        let mut line = String::new();
+        self.stream.read_line(&mut line).await.unwrap();
+        let status = line.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
+        let mut length = 0;
+        loop {
+            line.clear();
+            self.stream.read_line(&mut line).await.unwrap();
+            if line == "\r\n" {
+                break;
+            }
+            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = v.trim().parse().unwrap_or(0);
+            }
+        }
+        let mut body = vec![0; length];
+        self.stream.read_exact(&mut body).await.unwrap();
+        (status, String::from_utf8_lossy(&body).into_owned())
+    }
+}
+
+/// Requests per second of `path` (GET) or of creates (POST) over `seconds`.
+async fn load(port: u16, connections: usize, seconds: u64, create: bool, get_path: &str) -> f64 {
+    let done = Arc::new(AtomicU64::new(0));
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let tasks: Vec<_> = (0..connections)
+        .map(|c| {
+            let (done, path) = (done.clone(), get_path.to_owned());
+            tokio::spawn(async move {
+                let mut conn = Conn::open(port).await;
+                let mut i = 0u64;
+                while Instant::now() < deadline {
+                    let (status, body) = if create {
+                        let name = format!(r#"{{"name":"load {c} {i}"}}"#);
+                        conn.call("POST", "/v3/tags", &name).await
+                    } else {
+                        conn.call("GET", &path, "").await
+                    };
+                    assert!(status == 200 || status == 201, "{status} {body}");
+                    done.fetch_add(1, Ordering::Relaxed);
+                    i += 1;
+                }
+            })
+        })
+        .collect();
+    let started = Instant::now();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+}
+
+async fn throughput(args: &Args, serve_args: &[&str]) -> (f64, f64) {
+    let (server, _) = serve(&args.crm, serve_args).await;
+    let mut conn = Conn::open(server.port).await;
+    let (_, body) = conn.call("POST", "/v3/tags", r#"{"name":"read me"}"#).await;
+    let id = body
+        .split("\"id\":\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .to_owned();
+    let get = load(
+        server.port,
+        args.connections,
+        args.seconds,
+        false,
+        &format!("/v3/tags/{id}"),
+    )
+    .await;
+    let create = load(server.port, args.connections, args.seconds, true, "").await;
+    server.stop().await;
+    (get, create)
+}
+
+#[tokio::main]
+async fn main() {
+    let args = Args::parse();
+    let _ = std::fs::remove_dir_all(&args.work);
+    std::fs::create_dir_all(&args.work).unwrap();
+
+    println!(
+        "| items in `--data` | load time (through the store) | start-up to listening | resident memory after a GET | start-up after a crash (SIGKILL) | folder size |"
+    );
+    println!("|---|---|---|---|---|---|");
+    // `--sizes 0`: throughput only.
+    for &n in args.sizes.iter().filter(|&&n| n > 0) {
+        let dir = args.work.join(format!("data-{n}"));
+        let filled = fill(&dir, n).await;
+        // The first start bootstraps workspace 1; the measured one is the next.
+        let (server, _) = serve(&args.crm, &["--data", dir.to_str().unwrap()]).await;
+        server.stop().await;
+        let (server, startup) = serve(&args.crm, &["--data", dir.to_str().unwrap()]).await;
+        let mut conn = Conn::open(server.port).await;
+        let (status, _) = conn.call("GET", "/v3/tags?limit=20", "").await;
+        assert_eq!(status, 200);
+        let rss = rss_mb(server.child.id().unwrap());
+        server.crash().await;
+        // After a crash the engine checks its last commit first (redb's repair).
+        let (server, after_crash) = serve(&args.crm, &["--data", dir.to_str().unwrap()]).await;
+        server.stop().await;
+        let size: u64 = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.metadata().ok())
+            .map(|m| m.len())
+            .sum();
+        println!(
+            "| {n} | {:.1} s | {:.1} ms | {rss:.1} MB | {:.0} ms | {:.0} MB |",
+            filled.as_secs_f64(),
+            startup.as_secs_f64() * 1000.0,
+            after_crash.as_secs_f64() * 1000.0,
+            size as f64 / 1e6
+        );
+    }
+
+    println!();
+    println!("| `crm serve` | GET /v3/tags/{{id}} | POST /v3/tags |");
+    println!("|---|---|---|");
+    let folder = args.work.join("throughput");
+    let (get, create) = throughput(&args, &["--data", folder.to_str().unwrap()]).await;
+    println!("| `--data` (durable: fsynced group commits) | {get:.0} req/s | {create:.0} req/s |");
+    let (get_mem, create_mem) = throughput(&args, &["--in-memory"]).await;
+    println!("| `--in-memory` | {get_mem:.0} req/s | {create_mem:.0} req/s |");
+    println!(
+        "| ratio | {:.2} | {:.2} |",
+        get / get_mem,
+        create / create_mem
+    );
+    let _ = std::fs::remove_dir_all(&args.work);
+}

@@ -1,0 +1,157 @@
+//! How items and keys become bytes in the engine, and what DynamoDB counts.
+//!
+//! A key is its strings in order, each escaped (`00` becomes `00 FF`) and ended
+//! by `00 01`, so that byte order of the encoding is the order of the strings,
+//! one after the other: the order DynamoDB gives sort keys within a partition.
+
+use serde_json::Value;
+
+use crate::store::{Item, Key, StoreError};
+
+/// Appends one string of a key.
+fn push(out: &mut Vec<u8>, text: &str) {
+    for &b in text.as_bytes() {
+        out.push(b);
+        if b == 0 {
+            out.push(0xFF);
+        }
+    }
+    out.extend_from_slice(&[0, 1]);
+}
+
+/// The engine key of strings in order.
+pub(super) fn encode(parts: &[&str]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(parts.iter().map(|p| p.len() + 2).sum());
+    for part in parts {
+        push(&mut out, part);
+    }
+    out
+}
+
+pub(super) fn item_key(key: &Key) -> Vec<u8> {
+    encode(&[&key.pk, &key.sk])
+}
+
+/// The least key past every key that starts with `prefix` (an encoded
+/// partition): its last byte, the `01` of the terminator, becomes `02`.
+pub(super) fn after_prefix(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    if let Some(last) = end.last_mut() {
+        *last += 1;
+    }
+    end
+}
+
+/// The strings of an engine key.
+#[cfg(test)]
+fn decode(mut bytes: &[u8]) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut current = Vec::new();
+    while let Some((&b, rest)) = bytes.split_first() {
+        bytes = rest;
+        if b != 0 {
+            current.push(b);
+            continue;
+        }
+        match bytes.split_first() {
+            Some((0xFF, rest)) => {
+                current.push(0);
+                bytes = rest;
+            }
+            Some((_, rest)) => {
+                parts.push(String::from_utf8_lossy(&current).into_owned());
+                current.clear();
+                bytes = rest;
+            }
+            None => break,
+        }
+    }
+    parts
+}
+
+pub(super) fn to_bytes(item: &Item) -> Result<Vec<u8>, StoreError> {
+    serde_json::to_vec(item).map_err(|e| StoreError::Other(format!("item to bytes: {e}")))
+}
+
+pub(super) fn from_bytes(bytes: &[u8]) -> Result<Item, StoreError> {
+    serde_json::from_slice(bytes).map_err(|e| StoreError::Other(format!("stored item: {e}")))
+}
+
+/// DynamoDB keeps numbers as decimals: `1.0` reads back as `1`. So does this store.
+pub(crate) fn as_dynamodb_number(value: &mut Value) {
+    match value {
+        Value::Number(n) => {
+            if let Some(f) = n.as_f64()
+                && n.is_f64()
+                && f.fract() == 0.0
+                && f.abs() < 9.007_199_254_740_992e15
+            {
+                *value = Value::from(f as i64);
+            }
+        }
+        Value::Array(values) => values.iter_mut().for_each(as_dynamodb_number),
+        Value::Object(map) => map.values_mut().for_each(as_dynamodb_number),
+        _ => {}
+    }
+}
+
+/// Read capacity as DynamoDB counts it: 4 KB units, halved when eventually consistent.
+pub(super) fn read_units(bytes: usize, consistent: bool) -> f64 {
+    let units = bytes.div_ceil(4096).max(1) as f64;
+    if consistent { units } else { units / 2.0 }
+}
+
+/// Write capacity: 1 KB units.
+pub(super) fn write_units(bytes: usize) -> f64 {
+    bytes.div_ceil(1024).max(1) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encoded_keys_sort_like_their_strings() {
+        let mut pairs = [
+            ("a", "b"),
+            ("a", ""),
+            ("a", "ab"),
+            ("a", "a\u{0}"),
+            ("a\u{0}", ""),
+            ("ab", ""),
+            ("", "z"),
+            ("a", "\u{ff}"),
+        ];
+        let mut encoded: Vec<Vec<u8>> = pairs.iter().map(|(p, s)| encode(&[p, s])).collect();
+        pairs.sort();
+        encoded.sort();
+        let decoded: Vec<(String, String)> = encoded
+            .iter()
+            .map(|e| {
+                let d = decode(e);
+                (d[0].clone(), d[1].clone())
+            })
+            .collect();
+        let want: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(p, s)| (p.to_string(), s.to_string()))
+            .collect();
+        assert_eq!(decoded, want);
+    }
+
+    #[test]
+    fn a_partition_is_one_key_range() {
+        let start = encode(&["W#1#TAG"]);
+        let end = after_prefix(&start);
+        for inside in [encode(&["W#1#TAG", ""]), encode(&["W#1#TAG", "\u{10ffff}"])] {
+            assert!(start <= inside && inside < end);
+        }
+        for outside in [
+            encode(&["W#1#TAGS", ""]),
+            encode(&["W#1#TA", "G"]),
+            encode(&["W#1#TAG\u{0}", ""]),
+        ] {
+            assert!(!(start <= outside && outside < end), "{outside:?}");
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! The folder of the earlier embedded store was a JSON-lines log
+//! (`crm-store.jsonl`: one line per committed write, `{"put":[items],
+//! "delete":[[pk, sk]]}`). Opening such a folder replays the log once into a
+//! new engine file beside it, and only then renames the file into place and
+//! the log aside (`crm-store.jsonl.migrated`), so a crash during the migration
+//! leaves the log as it was, and the next start migrates again.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+use redb::{Database, Durability};
+use serde_json::Value;
+
+use super::write::{delete, put};
+use super::{DATA_FILE, INDEXES, ITEMS, engine};
+use crate::store::{Index, Key, StoreError};
+
+pub const LOG_FILE: &str = "crm-store.jsonl";
+const LINES_PER_COMMIT: usize = 10_000;
+
+pub(super) fn from_json_lines(dir: &Path, indexes: &[Index]) -> std::io::Result<()> {
+    let log = dir.join(LOG_FILE);
+    if !log.exists() {
+        return Ok(());
+    }
+    let data = dir.join(DATA_FILE);
+    if !data.exists() {
+        let partial = dir.join(format!("{DATA_FILE}.migrating"));
+        let _ = std::fs::remove_file(&partial);
+        let lines =
+            replay(&log, &partial, indexes).map_err(|e| std::io::Error::other(e.to_string()))?;
+        std::fs::rename(&partial, &data)?;
+        File::open(dir)?.sync_all()?;
+        tracing::info!(lines, from = %log.display(), "migrated the embedded store to its database engine");
+    }
+    std::fs::rename(&log, dir.join(format!("{LOG_FILE}.migrated")))?;
+    File::open(dir)?.sync_all()?;
+    Ok(())
+}
+
+/// Replays the log into a new engine file; answers the lines read.
+fn replay(log: &Path, into: &Path, defs: &[Index]) -> Result<usize, StoreError> {
+    let db = Database::create(into).map_err(engine)?;
+    let mut lines = BufReader::new(File::open(log).map_err(|e| StoreError::Other(e.to_string()))?)
+        .lines()
+        .enumerate()
+        .peekable();
+    let mut count = 0;
+    while lines.peek().is_some() {
+        let mut txn = db.begin_write().map_err(engine)?;
+        txn.set_durability(Durability::Immediate).map_err(engine)?;
+        {
+            let mut items = txn.open_table(ITEMS).map_err(engine)?;
+            let mut indexes = txn.open_table(INDEXES).map_err(engine)?;
+            for (n, line) in lines.by_ref().take(LINES_PER_COMMIT) {
+                let line = line.map_err(|e| StoreError::Other(e.to_string()))?;
+                count += 1;
+                if line.trim().is_empty() {
+                    continue;
+                }
+                // A torn last line (a crash mid-append) loses only that write.
+                let Ok(entry) = serde_json::from_str::<Value>(&line) else {
+                    tracing::warn!(
+                        line = n + 1,
+                        "skipping an unreadable line of {}",
+                        log.display()
+                    );
+                    continue;
+                };
+                for item in entry["put"].as_array().into_iter().flatten() {
+                    if let Some(item) = item.as_object() {
+                        put(&mut items, &mut indexes, defs, item.clone())?;
+                    }
+                }
+                for key in entry["delete"].as_array().into_iter().flatten() {
+                    if let (Some(pk), Some(sk)) = (key[0].as_str(), key[1].as_str()) {
+                        delete(&mut items, &mut indexes, defs, &Key::new(pk, sk))?;
+                    }
+                }
+            }
+        }
+        txn.commit().map_err(engine)?;
+    }
+    // Tables exist even when the log was empty.
+    let txn = db.begin_write().map_err(engine)?;
+    txn.open_table(ITEMS).map_err(engine)?;
+    txn.open_table(INDEXES).map_err(engine)?;
+    txn.commit().map_err(engine)?;
+    Ok(count)
+}

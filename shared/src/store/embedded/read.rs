@@ -1,0 +1,164 @@
+//! Reads: each a snapshot of the engine, never blocked by the writer.
+
+use std::ops::Bound;
+
+use redb::{Database, ReadableDatabase};
+use serde_json::Value;
+
+use super::codec::{after_prefix, encode, from_bytes, item_key};
+use super::{EmbeddedStore, INDEXES, ITEMS, engine};
+use crate::store::*;
+
+pub(super) fn get(db: &Database, key: &Key) -> Result<Option<Item>, StoreError> {
+    let txn = db.begin_read().map_err(engine)?;
+    let items = txn.open_table(ITEMS).map_err(engine)?;
+    let found = items.get(item_key(key).as_slice()).map_err(engine)?;
+    found.map(|v| from_bytes(v.value())).transpose()
+}
+
+pub(super) fn batch_get(db: &Database, keys: &[Key]) -> Result<Vec<Item>, StoreError> {
+    let txn = db.begin_read().map_err(engine)?;
+    let items = txn.open_table(ITEMS).map_err(engine)?;
+    let mut out = Vec::with_capacity(keys.len());
+    for key in keys {
+        if let Some(v) = items.get(item_key(key).as_slice()).map_err(engine)? {
+            out.push(from_bytes(v.value())?);
+        }
+    }
+    Ok(out)
+}
+
+/// The key attributes of an item as a page's `last_key` or a keys-only item.
+fn key_attributes(index: &Index, item: &Item) -> Item {
+    let mut names = vec![PK, SK];
+    if index.name.is_some() {
+        names.extend([index.pk, index.sk]);
+    }
+    names
+        .into_iter()
+        .filter_map(|n| item.get(n).map(|v| (n.to_owned(), v.clone())))
+        .collect()
+}
+
+/// Whether a sort key outside the range is short of it (step over it) rather
+/// than past it (the query ends): sort keys come in order.
+fn short_of_range(range: &SkRange, sk: &str, forward: bool) -> bool {
+    match range {
+        SkRange::Prefix(p) => {
+            if forward {
+                sk < p.as_str()
+            } else {
+                sk > p.as_str()
+            }
+        }
+        SkRange::Between(a, b) => {
+            if forward {
+                sk < a.as_str()
+            } else {
+                sk > b.as_str()
+            }
+        }
+        SkRange::AtLeast(a) => forward && sk < a.as_str(),
+        SkRange::AtMost(b) => !forward && sk > b.as_str(),
+        SkRange::All => false,
+    }
+}
+
+/// One page of a key range, and the bytes it read (for the capacity).
+pub(super) fn query(
+    db: &Database,
+    index_defs: &[Index],
+    query: &Query,
+) -> Result<(Page, usize), StoreError> {
+    let txn = db.begin_read().map_err(engine)?;
+    let items = txn.open_table(ITEMS).map_err(engine)?;
+    let indexes = txn.open_table(INDEXES).map_err(engine)?;
+    let bad_start = || StoreError::Invalid("bad start key".into());
+
+    // The partition as an engine key range, from the start point on.
+    let (table, prefix, start) = match query.index.name {
+        None => {
+            let start = match &query.start_after {
+                Some(s) => Some(item_key(&Key::of(s).ok_or_else(bad_start)?)),
+                None => None,
+            };
+            (&items, encode(&[&query.pk]), start)
+        }
+        Some(name) => {
+            let position = index_defs
+                .iter()
+                .position(|d| d.name == Some(name))
+                .ok_or_else(|| StoreError::Invalid(format!("no index {name}")))?;
+            let mut prefix = vec![position as u8];
+            prefix.extend(encode(&[&query.pk]));
+            let start = match &query.start_after {
+                Some(s) => Some(
+                    EmbeddedStore::index_key(position, &query.index, s).ok_or_else(bad_start)?,
+                ),
+                None => None,
+            };
+            (&indexes, prefix, start)
+        }
+    };
+    let end = after_prefix(&prefix);
+    let (lower, upper) = match (&start, query.forward) {
+        (Some(s), true) => (
+            Bound::Excluded(s.as_slice()),
+            Bound::Excluded(end.as_slice()),
+        ),
+        (Some(s), false) => (
+            Bound::Included(prefix.as_slice()),
+            Bound::Excluded(s.as_slice()),
+        ),
+        (None, _) => (
+            Bound::Included(prefix.as_slice()),
+            Bound::Excluded(end.as_slice()),
+        ),
+    };
+    let range = table.range::<&[u8]>((lower, upper)).map_err(engine)?;
+    let entries: Box<dyn Iterator<Item = _>> = if query.forward {
+        Box::new(range)
+    } else {
+        Box::new(range.rev())
+    };
+
+    let limit = query.limit.unwrap_or(usize::MAX);
+    let mut page = Page::default();
+    let mut bytes = 0;
+    for entry in entries {
+        if limit == 0 {
+            break;
+        }
+        let (_, value) = entry.map_err(engine)?;
+        let item = match query.index.name {
+            None => from_bytes(value.value())?,
+            // An index entry holds its item's key.
+            Some(_) => match items.get(value.value()).map_err(engine)? {
+                Some(v) => from_bytes(v.value())?,
+                None => continue,
+            },
+        };
+        let sk = item
+            .get(query.index.sk)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        if !query.range.contains(&sk) {
+            if short_of_range(&query.range, &sk, query.forward) {
+                continue;
+            }
+            break;
+        }
+        bytes += item_size(&item);
+        let last = key_attributes(&query.index, &item);
+        page.items
+            .push(if query.keys_only { last.clone() } else { item });
+        // Like DynamoDB: a page ends at `Limit` items or past 1 MB, and then says
+        // where it stopped even when nothing follows.
+        if page.items.len() == limit || bytes >= MAX_PAGE_BYTES {
+            page.last_key = Some(last);
+            break;
+        }
+    }
+    Ok((page, bytes))
+}
