@@ -71,6 +71,10 @@ struct Load {
     /// Load into DynamoDB instead (CRM_TABLE, CRM_DYNAMODB_ENDPOINT).
     #[arg(long)]
     dynamodb: bool,
+    /// Move every time of the file by one amount, so that its latest is now
+    /// (demo data stays "recent" whenever it is loaded).
+    #[arg(long)]
+    shift_times: bool,
 }
 
 impl Default for Serve {
@@ -205,8 +209,11 @@ async fn create_table() -> Result<(), String> {
 }
 
 async fn load(args: Load) -> Result<(), String> {
-    let text =
+    let mut text =
         std::fs::read_to_string(&args.file).map_err(|e| format!("{}: {e}", args.file.display()))?;
+    if args.shift_times {
+        text = crm::shift_times(&text, shared::ids::now());
+    }
     let store: SharedStore = if args.dynamodb {
         Arc::new(Config::from_env().dynamo_store().await)
     } else {

@@ -138,6 +138,9 @@ impl Group {
     pub fn post<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, h: H) -> Self {
         self.route(Method::POST, path, h)
     }
+    pub fn put<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, h: H) -> Self {
+        self.route(Method::PUT, path, h)
+    }
     pub fn patch<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, h: H) -> Self {
         self.route(Method::PATCH, path, h)
     }

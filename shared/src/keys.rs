@@ -44,6 +44,8 @@
 //! | Order             | by id; list newest first               | table | `W#<ws>#ORDER`        | `<id:16>`               |
 //! | Churn reason      | the suggestion list (every workspace)  | table | `CHURNREASON`         | `<folded reason>`       |
 //! | Redirect session  | by key, read once                      | table | `W#<ws>#REDIRECT`     | `<key>`                 |
+//! | Session           | by id (`PUT`/`GET /v3/reports/sessions/{id}`) | table | `W#<ws>#SESSION` | `<id>`            |
+//! | Session index     | by creation (all) or finish, and by operator, group, bot, channel, tag, campaign, conversation, phone (with a digest) | table | `W#<ws>#SESSIONS#<KIND>#<value>` | `<time>#<id>` |
 //! | Local job         | jobs the in-process queue has not run  | table | `LOCALQUEUE`          | `<ulid>`                |
 //! | Local dead job    | jobs that failed every run (local)     | table | `LOCALQUEUE#DEAD`     | `<ulid>`                |
 //!
@@ -346,6 +348,15 @@ pub fn churn_reason(folded: &str) -> Key {
 
 pub fn redirect_session(ws: WorkspaceId, key: &str) -> Key {
     Key::new(collection(ws, "REDIRECT"), key)
+}
+
+pub fn session(ws: WorkspaceId, id: &str) -> Key {
+    Key::new(collection(ws, "SESSION"), id)
+}
+
+/// The sessions of one kind and value (`CREATED#ALL`, `OPERATOR#ana`, ...).
+pub fn sessions_by(ws: WorkspaceId, kind: &str, value: &str) -> String {
+    collection(ws, &format!("SESSIONS#{kind}#{value}"))
 }
 
 /// The partition of the in-process job queue (`crm serve`): a job message

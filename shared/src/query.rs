@@ -80,7 +80,8 @@ pub fn flatten(raw: &str, spec: &QuerySpec) -> ApiResult<Map<String, Value>> {
         let typed: Vec<Value> = values
             .into_iter()
             .flat_map(|v| match v {
-                Value::String(s) if is_list => s
+                // `a,b` is two values; JSON (`[{"type":"x","id":1}]`) is one.
+                Value::String(s) if is_list && !s.trim_start().starts_with(['[', '{']) => s
                     .split(',')
                     .filter(|p| !p.is_empty())
                     .map(|p| Value::String(p.to_owned()))
@@ -161,6 +162,14 @@ mod tests {
         assert_eq!(
             flat("filters=%7B%22stageId%22%3A%5B%22a%22%2C%22b%22%5D%7D"),
             want
+        );
+    }
+
+    #[test]
+    fn a_json_list_value_is_not_split_at_its_commas() {
+        assert_eq!(
+            flat("stageId=%5B%7B%22a%22%3A1%2C%22b%22%3A2%7D%5D"),
+            json!({ "stageId": ["[{\"a\":1,\"b\":2}]"] })
         );
     }
 

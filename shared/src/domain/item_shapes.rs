@@ -126,3 +126,18 @@ fn account_records_keep_their_shape() {
     round_trip::<welcome::WelcomeMessage>("WelcomeMessage");
     round_trip::<welcome::Sent>("WelcomeSent");
 }
+
+#[test]
+fn sessions_and_their_digests_keep_their_shape() {
+    let session = round_trip::<crate::domain::sessions::Session>("Session");
+    let items: Vec<Value> = session
+        .index_items()
+        .expect("index items")
+        .into_iter()
+        .map(stored)
+        .collect();
+    assert!(
+        items.contains(&stored(literal("SessionIndex"))),
+        "the session index item (its digest) changed: {items:?}"
+    );
+}

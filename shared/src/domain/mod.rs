@@ -15,6 +15,7 @@ pub mod jobs;
 pub mod products;
 pub mod redirects;
 pub mod relations;
+pub mod sessions;
 pub mod tags;
 pub mod tokens;
 pub mod utility;
@@ -36,6 +37,7 @@ pub fn line_types() -> Vec<LineType> {
         products::line_types(),
         custom_fields::line_types(),
         business_hours::line_types(),
+        sessions::line_types(),
     ]
     .concat()
 }

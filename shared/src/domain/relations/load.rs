@@ -4,14 +4,14 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use validator::Validate;
 
-use super::{Conversation, LastSession, Organization, index_item};
+use super::{LastSession, Organization, index_item, save, stage_last_session};
 use crate::auth::Caller;
 use crate::domain::contacts::Contact;
 use crate::error::ApiResult;
 use crate::ids::ContactId;
 use crate::keys;
 use crate::load::{LineType, Loadable};
-use crate::record::{self, Mutation, Stamps, Versioned};
+use crate::record::{self, Mutation, Stamps};
 use crate::store::Store;
 
 /// `organization`, `contactOrganization` and `conversation` lines:
@@ -59,20 +59,6 @@ pub struct ConversationLine {
     pub contact_id: u64,
     #[validate(nested)]
     pub last_session: Option<LastSession>,
-}
-
-/// Creates a loaded record, or writes it over the one read when it changed.
-fn save<R: Versioned>(m: &mut Mutation<'_>, record: &mut R, read: Option<&R>) -> ApiResult<()> {
-    match read {
-        None => {
-            record.set_version(1);
-            m.create(record)?;
-        }
-        Some(current) => {
-            m.update(current, record)?;
-        }
-    }
-    Ok(())
 }
 
 #[async_trait]
@@ -161,34 +147,13 @@ impl Loadable for ConversationLine {
         let (ws, l) = (caller.workspace_id, self);
 
         record::find::<Contact>(store, &keys::contact(ws, l.contact_id), true, "contact").await?;
-        let current: Option<Conversation> =
-            record::get(store, &keys::conversation(ws, l.id), true).await?;
-        let mut conversation = current.clone().unwrap_or(Conversation {
-            id: l.id,
-            workspace_id: ws,
-            contact_id: l.contact_id,
-            last_session: None,
-            stamps: Stamps::new(),
-            version: 0,
-        });
-        conversation.contact_id = l.contact_id;
-        conversation.last_session = l.last_session;
-        if current.as_ref() == Some(&conversation) {
+        let mut m = Mutation::new(caller);
+        let changed =
+            stage_last_session(store, &mut m, ws, l.id, l.contact_id, l.last_session, false)
+                .await?;
+        if !changed {
             return Ok(());
         }
-        let old_keys = current
-            .as_ref()
-            .map(Conversation::index_keys)
-            .unwrap_or_default();
-        let new_keys = conversation.index_keys();
-        let mut m = Mutation::new(caller);
-        for key in old_keys.iter().filter(|k| !new_keys.contains(k)) {
-            m.remove(key.clone());
-        }
-        for key in new_keys.iter().filter(|k| !old_keys.contains(k)) {
-            m.put_item(index_item(key.clone(), conversation.contact_id));
-        }
-        save(&mut m, &mut conversation, current.as_ref())?;
         m.commit(
             store,
             "conversation.load",

@@ -14,10 +14,12 @@ mod read;
 use serde::{Deserialize, Serialize};
 use validator::Validate;
 
+use crate::error::ApiResult;
 use crate::ids::WorkspaceId;
 use crate::ids::{self, Timestamp};
 use crate::keys;
-use crate::record::{Record, Stamps};
+use crate::record::{self, Mutation, Record, Stamps, Versioned};
+use crate::store::Store;
 use crate::store::{Item, Key, PK, SK, TYPE};
 
 pub use load::{ConversationLine, LinkLine, OrganizationLine, line_types};
@@ -131,3 +133,76 @@ pub(crate) fn index_item(key: Key, contact_id: u64) -> Item {
 }
 
 crate::versioned!(Organization, Conversation);
+
+/// Creates a loaded record, or writes it over the one read when it changed.
+pub(super) fn save<R: Versioned>(
+    m: &mut Mutation<'_>,
+    record: &mut R,
+    read: Option<&R>,
+) -> ApiResult<()> {
+    match read {
+        None => {
+            record.set_version(1);
+            m.create(record)?;
+        }
+        Some(current) => {
+            m.update(current, record)?;
+        }
+    }
+    Ok(())
+}
+
+/// Adds to `m` the writes that give conversation `id` (of contact `contact_id`)
+/// its last session: its record and its index items, the ones the contact
+/// list's `segmentId` and `sessionCreatedAtFrom/To` read. With `newer_only`, a
+/// session older than the conversation's last one changes nothing (sessions
+/// arrive in any order). Answers whether anything is to be written. The
+/// loader's `conversation` lines and ingested sessions both come here: one
+/// write path.
+pub(crate) async fn stage_last_session(
+    store: &dyn Store,
+    m: &mut Mutation<'_>,
+    ws: WorkspaceId,
+    id: u64,
+    contact_id: u64,
+    last_session: Option<LastSession>,
+    newer_only: bool,
+) -> ApiResult<bool> {
+    let current: Option<Conversation> =
+        record::get(store, &keys::conversation(ws, id), true).await?;
+    if newer_only
+        && let (Some(stored), Some(new)) = (
+            current.as_ref().and_then(|c| c.last_session.as_ref()),
+            last_session.as_ref(),
+        )
+        && new.created_at < stored.created_at
+    {
+        return Ok(false);
+    }
+    let mut conversation = current.clone().unwrap_or(Conversation {
+        id,
+        workspace_id: ws,
+        contact_id,
+        last_session: None,
+        stamps: Stamps::new(),
+        version: 0,
+    });
+    conversation.contact_id = contact_id;
+    conversation.last_session = last_session;
+    if current.as_ref() == Some(&conversation) {
+        return Ok(false);
+    }
+    let old_keys = current
+        .as_ref()
+        .map(Conversation::index_keys)
+        .unwrap_or_default();
+    let new_keys = conversation.index_keys();
+    for key in old_keys.iter().filter(|k| !new_keys.contains(k)) {
+        m.remove(key.clone());
+    }
+    for key in new_keys.iter().filter(|k| !old_keys.contains(k)) {
+        m.put_item(index_item(key.clone(), conversation.contact_id));
+    }
+    save(m, &mut conversation, current.as_ref())?;
+    Ok(true)
+}

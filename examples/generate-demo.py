@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Writes examples/demo.jsonl: demo records for `crm load` (a month of session
+reports for several operators, groups, bots, channels and tags, plus catalog
+products, custom fields and business hours). Deterministic: the same file every
+run. Load it with times moved to the present:
+
+    cargo run -- load examples/demo.jsonl --workspace 1 --shift-times
+"""
+import json
+import random
+from datetime import datetime, timedelta, timezone
+
+random.seed(20261122)
+END = datetime(2026, 11, 22, 18, 0, tzinfo=timezone.utc)
+OPERATORS = ["ana", "rui", "eva", "leo"]
+GROUPS = ["support", "sales"]
+BOTS = ["welcome-bot", "faq-bot"]
+CHANNELS = [("whatsapp-1", "whatsapp"), ("instagram-1", "instagram"), ("webchat-1", "webchat")]
+CAMPAIGNS = ["black-friday", "renewal-q4"]
+
+
+def ts(t):
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+
+
+lines = []
+lines.append({"type": "product", "id": 1, "name": "Starter plan", "price": 49.0, "description": "Up to 3 operators"})
+lines.append({"type": "product", "id": 2, "name": "Pro plan", "price": 199.0, "description": "Up to 20 operators"})
+lines.append({"type": "customField", "id": 1, "name": "Plan", "key": "plan", "entity": "contact", "fieldType": "text"})
+lines.append({"type": "businessHour", "id": 1, "name": "Office", "timezone": "America/Sao_Paulo",
+              "intervals": [{"day": d, "start": "09:00", "end": "18:00"} for d in range(1, 6)]})
+lines.append({"type": "organization", "id": 1, "name": "Acme", "active": True})
+
+for i in range(320):
+    start = END - timedelta(minutes=random.randint(30, 30 * 24 * 60))
+    operator = random.choice(OPERATORS)
+    group = random.choice(GROUPS)
+    bot = random.choice(BOTS)
+    channel, channel_type = random.choice(CHANNELS)
+    t = start
+    trails = [{"type": "bot", "at": ts(t), "botId": bot}]
+    t += timedelta(seconds=random.randint(5, 60))
+    trails.append({"type": "message", "at": ts(t), "from": "bot", "botId": bot})
+    t += timedelta(seconds=random.randint(10, 120))
+    trails.append({"type": "queued", "at": ts(t), "groupId": group})
+    state = random.random()
+    recent = (END - start) < timedelta(hours=6)
+    if not (recent and state < 0.3):  # a few recent ones still wait
+        t += timedelta(seconds=random.randint(20, 1800))
+        trails.append({"type": "assigned", "at": ts(t), "operatorId": operator, "groupId": group})
+        if random.random() < 0.15:
+            other = random.choice([o for o in OPERATORS if o != operator])
+            t += timedelta(seconds=random.randint(30, 600))
+            trails.append({"type": "transferred", "at": ts(t), "operatorId": other, "groupId": random.choice(GROUPS)})
+            operator = other
+        t += timedelta(seconds=random.randint(5, 120))
+        trails.append({"type": "message", "at": ts(t), "from": "contact"})
+        if random.random() < 0.95:
+            t += timedelta(seconds=random.randint(10, 900))
+            trails.append({"type": "message", "at": ts(t), "from": "operator", "operatorId": operator})
+        if not (recent and state < 0.6):
+            t += timedelta(seconds=random.randint(120, 3600))
+            trails.append({"type": "finished", "at": ts(t)})
+            if random.random() < 0.05:
+                t += timedelta(hours=random.randint(1, 20))
+                trails.append({"type": "reopened", "at": ts(t)})
+                t += timedelta(seconds=random.randint(10, 300))
+                trails.append({"type": "queued", "at": ts(t), "groupId": group})
+                t += timedelta(seconds=random.randint(20, 900))
+                trails.append({"type": "assigned", "at": ts(t), "operatorId": operator})
+                t += timedelta(seconds=random.randint(10, 300))
+                trails.append({"type": "message", "at": ts(t), "from": "operator", "operatorId": operator})
+                t += timedelta(seconds=random.randint(120, 1800))
+                trails.append({"type": "finished", "at": ts(t)})
+    if t > END:
+        continue
+    session = {
+        "type": "session",
+        "id": f"demo-{i:04d}",
+        "createdAt": ts(start),
+        "conversation": {"id": 10000 + i // 2, "contactPhone": f"+55119{80000000 + i // 2:08d}",
+                         "channelId": channel, "channelType": channel_type},
+        "trails": trails,
+        "tags": sorted(random.sample([1, 2, 3, 4, 5], random.randint(0, 2))),
+        "isNewContact": random.random() < 0.3,
+    }
+    if random.random() < 0.6 and any(x["type"] == "finished" for x in trails):
+        session["rating"] = random.choice([3, 4, 4, 5, 5, 5])
+    if random.random() < 0.2:
+        session["deals"] = {"ids": [100000 + i], "won": random.random() < 0.5}
+    if random.random() < 0.1:
+        session["campaignId"] = random.choice(CAMPAIGNS)
+    lines.append(session)
+
+with open("examples/demo.jsonl", "w") as out:
+    for line in lines:
+        out.write(json.dumps(line, separators=(",", ":")) + "\n")
+print(f"wrote {len(lines)} lines to examples/demo.jsonl")

@@ -1,0 +1,47 @@
+//! The reports group: session reports (`/v3/reports/sessions`), and the
+//! extension through which the messaging side brings sessions in.
+
+use axum::Json;
+use axum::extract::{RawQuery, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use shared::auth::Caller;
+use shared::domain::sessions::{self, Session, SessionInput, SessionList};
+use shared::http::{AppState, Body, Group, PathKey, Reply};
+
+pub fn group() -> Group {
+    Group::new("reports")
+        .get("/v3/reports/sessions", list)
+        .get("/v3/reports/sessions/{id}", get)
+        .put("/v3/reports/sessions/{id}", put)
+}
+
+async fn list(
+    State(s): State<AppState>,
+    caller: Caller,
+    RawQuery(query): RawQuery,
+) -> Reply<SessionList> {
+    let q = sessions::parse_query(query.as_deref().unwrap_or(""))?;
+    Ok(Json(sessions::list(s.store.as_ref(), &caller, q).await?))
+}
+
+async fn get(State(s): State<AppState>, caller: Caller, PathKey(id): PathKey) -> Reply<Session> {
+    Ok(Json(sessions::get(s.store.as_ref(), &caller, &id).await?))
+}
+
+/// Creates (201) or replaces (200) one session; the same body again is 200
+/// and changes nothing.
+async fn put(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathKey(id): PathKey,
+    Body(input): Body<SessionInput>,
+) -> Result<Response, shared::ApiError> {
+    let (session, created) = sessions::put(s.store.as_ref(), &caller, &id, input).await?;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(session)).into_response())
+}
