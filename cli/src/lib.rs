@@ -18,6 +18,7 @@ pub fn groups() -> Vec<Group> {
         workspaces::group(),
         audit::group(),
         reports::group(),
+        campaigns::group(),
     ]
 }
 

@@ -180,6 +180,29 @@ impl<'de> serde::Deserialize<'de> for ClientTime {
     }
 }
 
+/// Serde helper: a numeric id that the API shows as a string (the spec's `id`
+/// is a string in every body) and reads from either.
+pub mod id_string {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(id: &u64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&id.to_string())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Either {
+            Number(u64),
+            Text(String),
+        }
+        match Either::deserialize(d)? {
+            Either::Number(n) => Ok(n),
+            Either::Text(t) => t.parse().map_err(serde::de::Error::custom),
+        }
+    }
+}
+
 /// Serde helpers: timestamps always leave as RFC 3339 with milliseconds.
 pub mod ts_format {
     use super::*;

@@ -46,6 +46,9 @@
 //! | Redirect session  | by key, read once                      | table | `W#<ws>#REDIRECT`     | `<key>`                 |
 //! | Session           | by id (`PUT`/`GET /v3/reports/sessions/{id}`) | table | `W#<ws>#SESSION` | `<id>`            |
 //! | Session index     | by creation (all) or finish, and by operator, group, bot, channel, tag, campaign, conversation, phone (with a digest) | table | `W#<ws>#SESSIONS#<KIND>#<value>` | `<time>#<id>` |
+//! | Campaign          | by id; list newest first               | table | `W#<ws>#CAMPAIGN`     | `<id:16>`               |
+//! | Campaign index    | by status, channel, name word (with a digest) | table | `W#<ws>#CAMPAIGNS#<KIND>#<value>` | `<id:16>` or `<word>#<id:16>` |
+//! | Campaign report   | a results report counted once (sentinel) | table | `W#<ws>#CAMPAIGNREPORT#<id>` | `<report id>` |
 //! | Local job         | jobs the in-process queue has not run  | table | `LOCALQUEUE`          | `<ulid>`                |
 //! | Local dead job    | jobs that failed every run (local)     | table | `LOCALQUEUE#DEAD`     | `<ulid>`                |
 //!
@@ -357,6 +360,27 @@ pub fn session(ws: WorkspaceId, id: &str) -> Key {
 /// The sessions of one kind and value (`CREATED#ALL`, `OPERATOR#ana`, ...).
 pub fn sessions_by(ws: WorkspaceId, kind: &str, value: &str) -> String {
     collection(ws, &format!("SESSIONS#{kind}#{value}"))
+}
+
+pub fn campaign(ws: WorkspaceId, id: u64) -> Key {
+    Key::new(campaigns(ws), padded(id))
+}
+
+pub fn campaigns(ws: WorkspaceId) -> String {
+    collection(ws, "CAMPAIGN")
+}
+
+/// The campaigns of one status, channel or name word.
+pub fn campaigns_by(ws: WorkspaceId, kind: &str, value: &str) -> String {
+    collection(ws, &format!("CAMPAIGNS#{kind}#{value}"))
+}
+
+/// A results report already counted (the messaging side's report id).
+pub fn campaign_report(ws: WorkspaceId, campaign_id: u64, report_id: &str) -> Key {
+    Key::new(
+        collection(ws, &format!("CAMPAIGNREPORT#{campaign_id}")),
+        report_id,
+    )
 }
 
 /// The partition of the in-process job queue (`crm serve`): a job message

@@ -69,3 +69,32 @@ pub fn currency(value: &str) -> Result<(), ValidationError> {
             .with_message("must be a three-letter currency code".into()))
     }
 }
+
+/// The channels a campaign sends through.
+pub const CHANNEL_TYPES: &[&str] = &[
+    "whatsapp",
+    "instagram",
+    "messenger",
+    "telegram",
+    "sms",
+    "email",
+];
+/// Where a campaign's leads come from: existing contacts, an uploaded list, a segment.
+pub const LEAD_TYPES: &[&str] = &["contacts", "list", "segment"];
+
+pub fn channel_type(value: &str) -> Result<(), ValidationError> {
+    one_of(value, CHANNEL_TYPES)
+}
+
+pub fn lead_type(value: &str) -> Result<(), ValidationError> {
+    one_of(value, LEAD_TYPES)
+}
+
+fn one_of(value: &str, allowed: &[&str]) -> Result<(), ValidationError> {
+    if allowed.contains(&value) {
+        Ok(())
+    } else {
+        Err(ValidationError::new("one_of")
+            .with_message(format!("must be one of {}", allowed.join(", ")).into()))
+    }
+}

@@ -141,3 +141,16 @@ fn sessions_and_their_digests_keep_their_shape() {
         "the session index item (its digest) changed: {items:?}"
     );
 }
+
+#[test]
+fn campaigns_and_their_digests_keep_their_shape() {
+    let campaign = round_trip::<crate::domain::campaigns::Campaign>("Campaign");
+    let items: Vec<Value> = crate::domain::campaigns::index_items_for_tests(&campaign)
+        .into_iter()
+        .map(stored)
+        .collect();
+    assert!(
+        items.contains(&stored(literal("CampaignIndex"))),
+        "{items:?}"
+    );
+}

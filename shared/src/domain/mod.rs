@@ -4,6 +4,7 @@
 pub mod audit;
 pub mod billing;
 pub mod business_hours;
+pub mod campaigns;
 pub mod catalog;
 pub mod churn;
 pub mod contacts;
@@ -38,6 +39,7 @@ pub fn line_types() -> Vec<LineType> {
         custom_fields::line_types(),
         business_hours::line_types(),
         sessions::line_types(),
+        campaigns::line_types(),
     ]
     .concat()
 }

@@ -173,3 +173,22 @@ impl Default for Stamps {
         Self::new()
     }
 }
+
+/// Numbers as DynamoDB gives them back: a whole `f64` leaves as an integer
+/// (`40`, not `40.0`), so an answer computed in memory reads like the record
+/// read from the store. `#[serde(serialize_with = "record::number")]`.
+pub fn number<S: serde::Serializer>(value: &f64, s: S) -> Result<S::Ok, S::Error> {
+    if value.fract() == 0.0 && value.abs() < 9e15 {
+        s.serialize_i64(*value as i64)
+    } else {
+        s.serialize_f64(*value)
+    }
+}
+
+/// [`number`] for an optional value.
+pub fn optional_number<S: serde::Serializer>(value: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    match value {
+        Some(v) => number(v, s),
+        None => s.serialize_none(),
+    }
+}

@@ -253,14 +253,14 @@ pub struct Metrics {
     /// Handling time: first assignment until finished.
     #[serde(
         default,
-        serialize_with = "as_number",
+        serialize_with = "crate::record::optional_number",
         skip_serializing_if = "Option::is_none"
     )]
     pub tma: Option<f64>,
     /// Waiting time: queued until the first assignment.
     #[serde(
         default,
-        serialize_with = "as_number",
+        serialize_with = "crate::record::optional_number",
         skip_serializing_if = "Option::is_none"
     )]
     pub tme: Option<f64>,
@@ -268,20 +268,10 @@ pub struct Metrics {
     /// the last assignment before it) until the first operator message.
     #[serde(
         default,
-        serialize_with = "as_number",
+        serialize_with = "crate::record::optional_number",
         skip_serializing_if = "Option::is_none"
     )]
     pub tmp: Option<f64>,
-}
-
-/// Whole seconds as integers (`300`, not `300.0`), as DynamoDB gives numbers
-/// back: the answer of a `PUT` reads like the stored session.
-fn as_number<S: serde::Serializer>(value: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
-    match value {
-        Some(v) if v.fract() == 0.0 && v.abs() < 9e15 => s.serialize_i64(*v as i64),
-        Some(v) => s.serialize_f64(*v),
-        None => s.serialize_none(),
-    }
 }
 
 fn seconds(from: Timestamp, to: Timestamp) -> f64 {

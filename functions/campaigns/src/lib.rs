@@ -1,0 +1,89 @@
+//! The campaigns group: the spec's list (`GET /v3/campaigns`) and the
+//! extensions that draft, edit, move and credit campaigns.
+
+use axum::Json;
+use axum::extract::{RawPathParams, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use shared::auth::Caller;
+use shared::domain::campaigns::{
+    self, Action, Campaign, CampaignInput, CampaignQuery, ResultsReport,
+};
+use shared::http::{
+    AppState, Body, Group, Params, PathId, Reply, created, numeric_param, text_param,
+};
+use shared::page::ListPage;
+
+pub fn group() -> Group {
+    Group::new("campaigns")
+        .get("/v3/campaigns", list)
+        .post("/v3/campaigns", create)
+        .get("/v3/campaigns/{id}", get)
+        .patch("/v3/campaigns/{id}", update)
+        .post("/v3/campaigns/{id}/results", results)
+        .post("/v3/campaigns/{id}/{action}", transition)
+}
+
+async fn list(
+    State(s): State<AppState>,
+    caller: Caller,
+    Params(q): Params<CampaignQuery>,
+) -> Reply<ListPage<Campaign>> {
+    Ok(Json(campaigns::list(s.store.as_ref(), &caller, q).await?))
+}
+
+/// A draft (201).
+async fn create(
+    State(s): State<AppState>,
+    caller: Caller,
+    Body(input): Body<CampaignInput>,
+) -> Result<Response, shared::ApiError> {
+    Ok(created(
+        campaigns::create(s.store.as_ref(), &caller, input).await?,
+    ))
+}
+
+async fn get(State(s): State<AppState>, caller: Caller, PathId(id): PathId) -> Reply<Campaign> {
+    Ok(Json(campaigns::get(s.store.as_ref(), &caller, id).await?))
+}
+
+/// While draft or scheduled; 409 otherwise.
+async fn update(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathId(id): PathId,
+    Body(input): Body<CampaignInput>,
+) -> Reply<Campaign> {
+    Ok(Json(
+        campaigns::update(s.store.as_ref(), &caller, id, input).await?,
+    ))
+}
+
+/// `schedule`, `start`, `pause`, `resume`, `cancel`, `finish`, `fail` (201).
+async fn transition(
+    State(s): State<AppState>,
+    caller: Caller,
+    params: RawPathParams,
+) -> Result<Response, shared::ApiError> {
+    let id = numeric_param(&params, "id")?;
+    let action = Action::parse(&text_param(&params, "action")?)?;
+    Ok(created(
+        campaigns::transition(s.store.as_ref(), &caller, id, action).await?,
+    ))
+}
+
+/// 201 when the report was counted, 200 when it had been already.
+async fn results(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathId(id): PathId,
+    Body(report): Body<ResultsReport>,
+) -> Result<Response, shared::ApiError> {
+    let (campaign, counted) = campaigns::report(s.store.as_ref(), &caller, id, report).await?;
+    let status = if counted {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(campaign)).into_response())
+}

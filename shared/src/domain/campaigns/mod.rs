@@ -1,0 +1,37 @@
+//! Outbound campaigns (`/v3/campaigns`): the spec's list, and the extensions
+//! through which campaigns are drafted, edited, moved through their lifecycle
+//! and credited with the results the messaging side reports.
+//!
+//! - `record`: the stored campaign, its statuses and derived figures;
+//! - `index`: the index items (status, channel, name words) and their digests;
+//! - `write`: create, edit, the transitions, results, and `crm load`;
+//! - `list`: the list and its filters.
+
+mod index;
+mod list;
+mod record;
+mod write;
+
+pub use list::{CampaignQuery, list};
+pub use record::{Campaign, CampaignFields, CampaignStatus, HealthCheckData, ResultCounts};
+pub use write::{
+    Action, CampaignInput, CampaignLine, ResultsReport, create, get, line_types, report,
+    transition, update,
+};
+
+/// The index items of a campaign (the item-shape tests pin them).
+#[cfg(test)]
+pub(crate) fn index_items_for_tests(c: &Campaign) -> Vec<crate::store::Item> {
+    index::index_items(c)
+}
+
+/// The counter behind `totalCount`.
+pub const LIST: &str = "CAMPAIGN";
+
+/// A report id: 1 to 64 letters, digits, `- _ . :`.
+pub fn valid_report_id(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
+}
