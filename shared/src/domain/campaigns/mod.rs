@@ -4,20 +4,24 @@
 //!
 //! - `record`: the stored campaign, its statuses and derived figures;
 //! - `index`: the index items (status, channel, name words) and their digests;
-//! - `write`: create, edit, the transitions, results, and `crm load`;
+//! - `write`: create and edit; `lifecycle`: the transitions; `results`: what
+//!   the messaging side reports; `load`: `crm load`;
 //! - `list`: the list and its filters.
 
 mod index;
+mod lifecycle;
 mod list;
+mod load;
 mod record;
+mod results;
 mod write;
 
+pub use lifecycle::{Action, transition};
 pub use list::{CampaignQuery, list};
+pub use load::{CampaignLine, line_types};
 pub use record::{Campaign, CampaignFields, CampaignStatus, HealthCheckData, ResultCounts};
-pub use write::{
-    Action, CampaignInput, CampaignLine, ResultsReport, create, get, line_types, report,
-    transition, update,
-};
+pub use results::{ResultsReport, report};
+pub use write::{CampaignInput, create, get, update};
 
 /// The index items of a campaign (the item-shape tests pin them).
 #[cfg(test)]

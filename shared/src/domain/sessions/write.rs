@@ -10,7 +10,8 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use validator::{Validate, ValidationErrors};
 
-use super::record::{Author, Session, SessionInput, TrailKind, measure};
+use super::metrics::measure;
+use super::record::{Author, Session, SessionInput, TrailKind};
 use crate::auth::Caller;
 use crate::domain::contacts::Contact;
 use crate::domain::relations::{LastSession, stage_last_session};

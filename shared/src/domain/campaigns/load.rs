@@ -1,0 +1,136 @@
+//! Campaigns of a migration, through `crm load`.
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use validator::{Validate, ValidationErrors};
+
+use super::LIST;
+use super::index::index_items;
+use super::record::{Campaign, CampaignFields, CampaignStatus, HealthCheckData, ResultCounts};
+use super::write::{CampaignInput, WHAT, save};
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::keys;
+use crate::load::{LineType, Loadable};
+use crate::record::{self, Mutation, Stamps};
+use crate::store::Store;
+
+/// A `campaign` line of `crm load`: an existing campaign of a migration, its
+/// fields with `id`, `status` and, optionally, `resultCounts` and
+/// `messagesProcessed`.
+#[derive(Debug)]
+pub struct CampaignLine {
+    pub id: u64,
+    pub status: CampaignStatus,
+    pub result_counts: ResultCounts,
+    pub messages_processed: u64,
+    pub input: CampaignInput,
+}
+
+impl<'de> Deserialize<'de> for CampaignLine {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let mut map = Map::deserialize(d)?;
+        let id = map
+            .remove("id")
+            .and_then(|v| v.as_u64())
+            .filter(|id| (1..=9007199254740991).contains(id))
+            .ok_or_else(|| D::Error::custom("missing field `id` (a positive number)"))?;
+        let status = serde_json::from_value(
+            map.remove("status")
+                .unwrap_or(Value::String("draft".into())),
+        )
+        .map_err(D::Error::custom)?;
+        let result_counts = map
+            .remove("resultCounts")
+            .map(serde_json::from_value)
+            .transpose()
+            .map_err(D::Error::custom)?
+            .unwrap_or_default();
+        let messages_processed = map
+            .remove("messagesProcessed")
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0);
+        let input = CampaignInput::deserialize(Value::Object(map)).map_err(D::Error::custom)?;
+        Ok(CampaignLine {
+            id,
+            status,
+            result_counts,
+            messages_processed,
+            input,
+        })
+    }
+}
+
+impl Validate for CampaignLine {
+    fn validate(&self) -> Result<(), ValidationErrors> {
+        self.input.validate()
+    }
+}
+
+#[async_trait]
+impl Loadable for CampaignLine {
+    const TYPE: &'static str = "campaign";
+
+    async fn load(self, store: &dyn Store, caller: &Caller) -> ApiResult<()> {
+        let ws = caller.workspace_id;
+        let key = keys::campaign(ws, self.id);
+        let current: Option<Campaign> = record::get(store, &key, true).await?;
+        let mut fields = current
+            .as_ref()
+            .map(|c| c.fields.clone())
+            .unwrap_or(CampaignFields {
+                chunk_size: 100,
+                ..CampaignFields::default()
+            });
+        if current.is_none() && self.input.name.is_none() {
+            return Err(ApiError::field("name", "is required"));
+        }
+        self.input.apply(&mut fields)?;
+        let mut next = current.clone().unwrap_or(Campaign {
+            id: self.id,
+            workspace_id: ws,
+            fields: fields.clone(),
+            status: self.status,
+            active: false,
+            chunks_count: 0,
+            progress: 0.0,
+            messages_processed: 0,
+            last_message_processed_at: None,
+            original_scheduled_to: None,
+            next_scheduled_to: None,
+            finished_at_prediction: None,
+            result_counts: ResultCounts::default(),
+            health_check_data: HealthCheckData::default(),
+            stamps: Stamps::new(),
+            version: 1,
+        });
+        next.fields = fields;
+        next.status = self.status;
+        next.result_counts = self.result_counts;
+        next.messages_processed = self.messages_processed;
+        next.health_check_data.messages_processed = self.messages_processed;
+        next.derive();
+        match &current {
+            Some(stored) => {
+                save(store, caller, stored, next, "campaign.load", |_| {}).await?;
+            }
+            None => {
+                let mut m = Mutation::new(caller);
+                m.create(&next)?.count(keys::counter(ws, LIST), 1);
+                for item in index_items(&next) {
+                    m.put_item(item);
+                }
+                m.commit(store, "campaign.load", WHAT, &self.id.to_string())
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The `crm load` lines of campaigns: `campaign`.
+pub fn line_types() -> Vec<LineType> {
+    vec![LineType::of::<CampaignLine>()]
+}

@@ -1,0 +1,187 @@
+//! The extractors: every bad input (body, query, path) becomes a 400 naming
+//! the field, in the one error shape.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, RawPathParams, Request};
+use axum::http::{StatusCode, header, request::Parts};
+use serde::de::DeserializeOwned;
+use validator::Validate;
+
+use super::BODY_LIMIT;
+use crate::error::{ApiError, parse_json, serde_problem, validation_error};
+
+/// A JSON body, parsed strictly (unknown fields are refused) and validated.
+pub struct Body<T>(pub T);
+
+impl<T, S> FromRequest<S> for Body<T>
+where
+    T: DeserializeOwned + Validate,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        if let Some(content_type) = req.headers().get(header::CONTENT_TYPE) {
+            let json = content_type
+                .to_str()
+                .ok()
+                .and_then(|v| v.split(';').next())
+                .map(|v| v.trim().to_ascii_lowercase())
+                .is_some_and(|v| v == "application/json" || v.ends_with("+json"));
+            if !json {
+                return Err(ApiError::new(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    "the body must be JSON (Content-Type: application/json)",
+                ));
+            }
+        }
+        let bytes = body_bytes(req, state).await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Err(ApiError::bad_request("a JSON body is required"));
+        }
+        let value = parse_json::<T>(&bytes)?;
+        value.validate().map_err(validation_error)?;
+        Ok(Body(value))
+    }
+}
+
+/// The bytes of a body, within [`BODY_LIMIT`] (413 past it).
+async fn body_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
+    Bytes::from_request(req, state).await.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("the body is larger than {} KB", BODY_LIMIT / 1024),
+            )
+        } else {
+            ApiError::bad_request(format!("could not read the body: {rejection}"))
+        }
+    })
+}
+
+/// A JSON body that may be left out (empty): `None`. Present, it is [`Body`].
+pub struct MaybeBody<T>(pub Option<T>);
+
+impl<T, S> FromRequest<S> for MaybeBody<T>
+where
+    T: DeserializeOwned + Validate,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let empty = req
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .is_some_and(|v| v.as_bytes() == b"0")
+            || (req.headers().get(header::CONTENT_LENGTH).is_none()
+                && req.headers().get(header::TRANSFER_ENCODING).is_none()
+                && req.headers().get(header::CONTENT_TYPE).is_none());
+        if empty {
+            return Ok(MaybeBody(None));
+        }
+        let bytes = body_bytes(req, state).await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(MaybeBody(None));
+        }
+        let value = parse_json::<T>(&bytes)?;
+        value.validate().map_err(validation_error)?;
+        Ok(MaybeBody(Some(value)))
+    }
+}
+
+/// Query parameters, parsed strictly (unknown parameters are refused) and validated.
+pub struct Params<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for Params<T>
+where
+    T: DeserializeOwned + Validate,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
+        let query = parts.uri.query().unwrap_or("");
+        let de = serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
+        let value: T = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let message = e.into_inner().to_string();
+            let message =
+                if message.contains("invalid digit") || message.contains("number too large") {
+                    "must be a whole number".to_owned()
+                } else if message.contains("provided string was not `true` or `false`") {
+                    "must be true or false".to_owned()
+                } else {
+                    message
+                };
+            serde_problem(&path, &message)
+        })?;
+        value.validate().map_err(validation_error)?;
+        Ok(Params(value))
+    }
+}
+
+/// One named parameter of the matched route's path.
+pub async fn path_param<S: Send + Sync>(
+    parts: &mut Parts,
+    state: &S,
+    name: &str,
+) -> Result<String, ApiError> {
+    let params = RawPathParams::from_request_parts(parts, state)
+        .await
+        .map_err(|e| ApiError::bad_request(format!("bad path: {e}")))?;
+    params
+        .iter()
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.to_owned())
+        .ok_or_else(|| ApiError::internal(format!("route without {{{name}}}")))
+}
+
+/// A numeric parameter of the path (for routes with more than one, or not named
+/// `id`). Malformed is 400; well-formed and unknown is the domain's 404.
+pub fn numeric_param(params: &RawPathParams, name: &str) -> Result<u64, ApiError> {
+    params
+        .iter()
+        .find(|(key, _)| *key == name)
+        .and_then(|(_, value)| value.parse::<u64>().ok())
+        .filter(|&id| id > 0)
+        .ok_or_else(|| ApiError::field(name, "must be a positive whole number"))
+}
+
+/// A text parameter of the path.
+pub fn text_param(params: &RawPathParams, name: &str) -> Result<String, ApiError> {
+    params
+        .iter()
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.to_owned())
+        .ok_or_else(|| ApiError::internal(format!("route without {{{name}}}")))
+}
+
+/// The numeric `{id}` of a path. A malformed id is 400; a well-formed unknown one is 404.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathId(pub u64);
+
+impl<S: Send + Sync> FromRequestParts<S> for PathId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let raw = path_param(parts, state, "id").await?;
+        raw.parse::<u64>()
+            .ok()
+            .filter(|&id| id > 0)
+            .map(PathId)
+            .ok_or_else(|| ApiError::field("id", "must be a positive whole number"))
+    }
+}
+
+/// The string `{id}` of a path (API tokens, audit entries, sessions, snapshots).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathKey(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for PathKey {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        path_param(parts, state, "id").await.map(PathKey)
+    }
+}
