@@ -174,8 +174,9 @@ pub const BAD_TIME: &str = "must be an RFC 3339 date-time or a date";
 impl<'de> serde::Deserialize<'de> for ClientTime {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        // Kept as stored and shown: to the millisecond.
         parse_ts(&text)
-            .map(ClientTime)
+            .map(|t| ClientTime(DateTime::from_timestamp_millis(t.timestamp_millis()).unwrap_or(t)))
             .ok_or_else(|| serde::de::Error::custom(BAD_TIME))
     }
 }

@@ -324,3 +324,28 @@ api_test! {
         app.send(http::Method::PUT, "/v3/reports/sessions/z", Some(api_tests::ADMIN_TOKEN), Some(bad)).await.expect_error(404);
     }
 }
+
+api_test! {
+    /// A retried first PUT racing the original (and two new sessions of one new
+    /// conversation) never answers a 500: one creates, the others read it again.
+    async fn concurrent_puts_of_one_session_agree(app) {
+        let contact = app.post("/v3/contacts", json!({ "name": "Eva" })).await.expect(201);
+        let id: u64 = contact["id"].as_str().unwrap().parse().unwrap();
+        let mut body = session(&hours_ago(1), "ana", 77, false);
+        body["conversation"]["contactId"] = json!(id);
+        let puts = (0..6u32).map(|i| {
+            let (app, body) = (&app, body.clone());
+            let name = if i.is_multiple_of(2) { "same".to_owned() } else { format!("other{}", i / 4) };
+            async move { app.send(http::Method::PUT, &format!("/v3/reports/sessions/{name}"), Some(api_tests::ADMIN_TOKEN), Some(body)).await }
+        });
+        for r in futures::future::join_all(puts).await {
+            assert!(r.status == 200 || r.status == 201, "{} {}", r.status, r.body);
+        }
+        // Times come to the millisecond, so the same body again changes nothing.
+        let mut precise = session("2026-11-01T10:00:00.123456Z", "ana", 78, false);
+        precise["trails"] = json!([]);
+        let first = put(&app, "precise", precise.clone()).await;
+        let again = put(&app, "precise", precise).await;
+        assert_eq!(first["version"], again["version"]);
+    }
+}

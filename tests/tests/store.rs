@@ -401,3 +401,38 @@ async fn wait_empty(store: &dyn Store) -> bool {
     }
     false
 }
+
+store_test! {
+    /// Ranges read exactly their keys, forward and backward, across pages.
+    async fn ranges_start_and_stop_where_they_say(app) {
+        let s = app.store.as_ref();
+        let sks = ["a", "a#1", "a$", "ab", "b", "b#2", "c"];
+        for sk in sks {
+            s.write(vec![put(item("T#r", sk, json!({})))]).await.unwrap();
+        }
+        let read = |range: SkRange, forward: bool| async move {
+            let mut query = Query::new(Index::TABLE, "T#r", range);
+            query.forward = forward;
+            query.limit = Some(2);
+            let mut out = Vec::new();
+            loop {
+                let page = s.query(&query).await.unwrap();
+                out.extend(page.items.iter().map(|i| i["sk"].as_str().unwrap().to_owned()));
+                match page.last_key {
+                    Some(last) => query.start_after = Some(last),
+                    None => break,
+                }
+            }
+            out
+        };
+        assert_eq!(read(SkRange::Prefix("a".into()), true).await, ["a", "a#1", "a$", "ab"]);
+        assert_eq!(read(SkRange::Prefix("a#".into()), true).await, ["a#1"]);
+        assert_eq!(read(SkRange::Between("a$".into(), "b".into()), true).await, ["a$", "ab", "b"]);
+        assert_eq!(read(SkRange::Between("a$".into(), "b".into()), false).await, ["b", "ab", "a$"]);
+        assert_eq!(read(SkRange::AtMost("ab".into()), false).await, ["ab", "a$", "a#1", "a"]);
+        assert_eq!(read(SkRange::AtLeast("b".into()), true).await, ["b", "b#2", "c"]);
+        assert_eq!(read(SkRange::AtLeast("b".into()), false).await, ["c", "b#2", "b"]);
+        assert!(read(SkRange::Between("x".into(), "z".into()), true).await.is_empty());
+        assert!(read(SkRange::Prefix("zz".into()), false).await.is_empty());
+    }
+}

@@ -123,6 +123,12 @@ pub async fn add(
             ));
         }
         let folded = fold(&reason);
+        if folded.is_empty() {
+            return Err(ApiError::field(
+                format!("reasons[{i}]"),
+                "must hold a visible character",
+            ));
+        }
         if !wanted.iter().any(|(_, f)| *f == folded) {
             wanted.push((reason, folded));
         }

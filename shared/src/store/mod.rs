@@ -310,6 +310,12 @@ pub(crate) fn check_writes(writes: &[Write]) -> Result<(), StoreError> {
         let key = w
             .key()
             .ok_or_else(|| StoreError::Invalid("item without pk/sk".into()))?;
+        // DynamoDB refuses empty and oversized keys; so does every backend here.
+        if key.pk.is_empty() || key.sk.is_empty() || key.pk.len() > 2048 || key.sk.len() > 1024 {
+            return Err(StoreError::Invalid(format!(
+                "a key DynamoDB refuses: {key:?}"
+            )));
+        }
         if !keys.insert(key.clone()) {
             return Err(StoreError::Invalid(format!(
                 "two writes on one item in a transaction: {key:?}"

@@ -2,7 +2,7 @@
 //! two concurrent `start`s give one start, never two runs.
 
 use super::record::{Campaign, CampaignStatus};
-use super::write::{WHAT, save};
+use super::write::{WHAT, ready_to_schedule, save};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::keys;
@@ -75,21 +75,7 @@ pub async fn transition(
     next.status = to;
     if action == Action::Schedule {
         let f = &next.fields;
-        if f.scheduled_to.is_none() {
-            return Err(ApiError::field(
-                "scheduledTo",
-                "is required to schedule a campaign",
-            ));
-        }
-        if f.message.is_none() && f.template.is_none() {
-            return Err(ApiError::field(
-                "message",
-                "a campaign needs a message or a template",
-            ));
-        }
-        if f.leads_count == 0 {
-            return Err(ApiError::field("leadsCount", "a campaign needs leads"));
-        }
+        ready_to_schedule(f)?;
         next.original_scheduled_to = next.original_scheduled_to.or(f.scheduled_to.clone());
         next.next_scheduled_to = f.scheduled_to.clone();
     }

@@ -7,7 +7,7 @@ use validator::{Validate, ValidationErrors};
 
 use super::LIST;
 use super::index::index_items;
-use super::record::{Campaign, CampaignFields, CampaignStatus, HealthCheckData, ResultCounts};
+use super::record::{Campaign, CampaignStatus, HealthCheckData, ResultCounts};
 use super::write::{CampaignInput, WHAT, save};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
@@ -42,12 +42,17 @@ impl<'de> Deserialize<'de> for CampaignLine {
                 .unwrap_or(Value::String("draft".into())),
         )
         .map_err(D::Error::custom)?;
-        let result_counts = map
+        let result_counts: ResultCounts = map
             .remove("resultCounts")
             .map(serde_json::from_value)
             .transpose()
             .map_err(D::Error::custom)?
             .unwrap_or_default();
+        if result_counts.by_chunk_id.values().any(|v| !v.is_object()) {
+            return Err(D::Error::custom(
+                "resultCounts.byChunkId: each chunk's counts must be an object",
+            ));
+        }
         let messages_processed = map
             .remove("messagesProcessed")
             .and_then(|v| v.as_u64())
@@ -80,10 +85,7 @@ impl Loadable for CampaignLine {
         let mut fields = current
             .as_ref()
             .map(|c| c.fields.clone())
-            .unwrap_or(CampaignFields {
-                chunk_size: 100,
-                ..CampaignFields::default()
-            });
+            .unwrap_or_else(super::write::new_fields);
         if current.is_none() && self.input.name.is_none() {
             return Err(ApiError::field("name", "is required"));
         }

@@ -44,6 +44,10 @@ pub struct ResultsReport {
     pub at: Option<ClientTime>,
 }
 
+/// Chunks counted one by one in `resultCounts.byChunkId`; past this many, only
+/// the totals move.
+pub const MAX_CHUNK_ENTRIES: usize = 500;
+
 /// Adds a report's counts, once per `reportId`, retried when another report
 /// wins the race for the campaign's version.
 pub async fn report(
@@ -80,19 +84,28 @@ pub async fn report(
         if input.chunk_executed {
             r.chunks_executed += 1;
         }
-        if let Some(chunk) = &input.chunk_id {
+        // Per chunk while there are at most MAX_CHUNK_ENTRIES of them (the
+        // campaign is one item, under 400 KB); the totals count every report.
+        if let Some(chunk) = &input.chunk_id
+            && (r.by_chunk_id.contains_key(chunk) || r.by_chunk_id.len() < MAX_CHUNK_ENTRIES)
+        {
             let entry = r
                 .by_chunk_id
                 .entry(chunk.clone())
                 .or_insert_with(|| serde_json::json!({}));
-            for (name, n) in [
-                ("sent", input.sent),
-                ("received", input.received),
-                ("read", input.read),
-                ("answered", input.answered),
-            ] {
-                let before = entry.get(name).and_then(Value::as_u64).unwrap_or(0);
-                entry[name] = (before + n).into();
+            if !entry.is_object() {
+                *entry = serde_json::json!({});
+            }
+            if let Value::Object(counts) = entry {
+                for (name, n) in [
+                    ("sent", input.sent),
+                    ("received", input.received),
+                    ("read", input.read),
+                    ("answered", input.answered),
+                ] {
+                    let before = counts.get(name).and_then(Value::as_u64).unwrap_or(0);
+                    counts.insert(name.to_owned(), (before + n).into());
+                }
             }
         }
         next.messages_processed += input.processed;

@@ -127,6 +127,17 @@ impl CampaignInput {
     }
 }
 
+/// The fields of a new campaign before its body: the documented defaults.
+pub(super) fn new_fields() -> CampaignFields {
+    CampaignFields {
+        chunk_size: 100,
+        seconds_between_messages: 5,
+        seconds_between_chunks: 60,
+        track_max_hours: 48,
+        ..CampaignFields::default()
+    }
+}
+
 pub async fn create(
     store: &dyn Store,
     caller: &Caller,
@@ -135,13 +146,7 @@ pub async fn create(
     if input.name.is_none() {
         return Err(ApiError::field("name", "is required"));
     }
-    let mut fields = CampaignFields {
-        chunk_size: 100,
-        seconds_between_messages: 5,
-        seconds_between_chunks: 60,
-        track_max_hours: 48,
-        ..CampaignFields::default()
-    };
+    let mut fields = new_fields();
     input.apply(&mut fields)?;
     let ws = caller.workspace_id;
     with_fresh_id(|id| {
@@ -232,7 +237,28 @@ pub async fn update(
     let mut next = current.clone();
     input.apply(&mut next.fields)?;
     if next.status == CampaignStatus::Scheduled {
+        ready_to_schedule(&next.fields)?;
         next.next_scheduled_to = next.fields.scheduled_to.clone();
     }
     Ok(save(store, caller, &current, next, "campaign.update", |_| {}).await?)
+}
+
+/// What a scheduled campaign needs: a time, a message or template, and leads.
+pub(super) fn ready_to_schedule(f: &CampaignFields) -> ApiResult<()> {
+    if f.scheduled_to.is_none() {
+        return Err(ApiError::field(
+            "scheduledTo",
+            "is required to schedule a campaign",
+        ));
+    }
+    if f.message.is_none() && f.template.is_none() {
+        return Err(ApiError::field(
+            "message",
+            "a campaign needs a message or a template",
+        ));
+    }
+    if f.leads_count == 0 {
+        return Err(ApiError::field("leadsCount", "a campaign needs leads"));
+    }
+    Ok(())
 }

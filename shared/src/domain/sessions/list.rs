@@ -21,6 +21,10 @@ use crate::period::Window;
 use crate::record;
 use crate::store::{Index, Key, Query, SkRange, Store};
 
+/// Values a list parameter (`tags`, `assigned`, ...) takes at most: each is
+/// one partition read.
+pub const MAX_VALUES: usize = 20;
+
 /// Without a period, the last 31 days.
 pub const DEFAULT_DAYS: i64 = 31;
 /// The longest period one request may read.
@@ -94,6 +98,36 @@ impl Filters {
             (false, true) => PeriodMetric::CreatedAt,
             (false, false) => q.period_metric.unwrap_or_default(),
         };
+        for (name, values) in [
+            ("channels", &q.channels),
+            ("groups", &q.groups),
+            ("assigned", &q.assigned),
+            ("bots", &q.bots),
+        ] {
+            if values.len() > MAX_VALUES || values.iter().any(|v| v.is_empty() || v.len() > 64) {
+                return Err(ApiError::field(
+                    name,
+                    format!("takes at most {MAX_VALUES} values of 1 to 64 characters"),
+                ));
+            }
+        }
+        if q.tags.len() > MAX_VALUES {
+            return Err(ApiError::field(
+                "tags",
+                format!("takes at most {MAX_VALUES} values"),
+            ));
+        }
+        for (name, value) in [
+            ("campaignId", &q.campaign_id),
+            ("contactPhone", &q.contact_phone),
+        ] {
+            if value
+                .as_ref()
+                .is_some_and(|v| v.is_empty() || v.len() > 100)
+            {
+                return Err(ApiError::field(name, "must be 1 to 100 characters"));
+            }
+        }
         let time = |t: Option<ids::ClientTime>| t.map(|t| t.0);
         let mut window = Window::between("from", time(q.from), "to", time(q.to))?;
         if let Some(period) = q.period {

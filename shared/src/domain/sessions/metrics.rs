@@ -26,13 +26,12 @@ pub fn measure(
     if trails.first().is_some_and(|t| t.at < created_at) {
         return Err(ApiError::field("trails", "must not start before createdAt"));
     }
-    let reopened_at = trails
-        .iter()
-        .rev()
-        .find(|t| t.kind == TrailKind::Reopened)
-        .map(|t| t.at);
+    // The episode measured: from the last reopening in the trail's order (a
+    // `finished` at the very instant of the reopening belongs to the one before).
+    let last_reopening = trails.iter().rposition(|t| t.kind == TrailKind::Reopened);
+    let reopened_at = last_reopening.map(|i| trails[i].at);
     let start = reopened_at.unwrap_or(created_at);
-    let service: Vec<&Trail> = trails.iter().filter(|t| t.at >= start).collect();
+    let service: Vec<&Trail> = trails[last_reopening.unwrap_or(0)..].iter().collect();
     let assignments: Vec<&&Trail> = service
         .iter()
         .filter(|t| matches!(t.kind, TrailKind::Assigned | TrailKind::Transferred))
@@ -51,8 +50,7 @@ pub fn measure(
         .iter()
         .rev()
         .find(|t| t.kind == TrailKind::Finished)
-        .map(|t| t.at)
-        .filter(|f| reopened_at.is_none_or(|r| *f >= r));
+        .map(|t| t.at);
 
     let tme = match (queued_at, first_assignment) {
         (Some(q), Some(a)) if a >= q => Some(seconds(q, a)),
@@ -207,6 +205,19 @@ mod tests {
             (m.tme, m.tmp, m.tma),
             (Some(180.0), Some(60.0), Some(420.0))
         );
+    }
+
+    #[test]
+    fn a_finish_at_the_instant_of_the_reopening_belongs_to_the_episode_before() {
+        let trails = [
+            trail(Assigned, 0, Some("ana"), None),
+            trail(Finished, 10, None, None),
+            trail(Reopened, 10, None, None),
+            trail(Assigned, 12, Some("rui"), None),
+        ];
+        let (times, m) = measure(at(0), &trails, false).unwrap();
+        assert_eq!((times.finished_at, m.tma), (None, None), "open again");
+        assert_eq!(times.assigned_at, Some(at(12)));
     }
 
     #[test]

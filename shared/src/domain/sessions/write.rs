@@ -19,7 +19,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::ids;
 use crate::keys;
 use crate::load::{LineType, Loadable};
-use crate::record::{self, Mutation, Stamps};
+use crate::record::{self, CommitError, Mutation, Stamps};
 use crate::store::Store;
 
 const WHAT: &str = "session";
@@ -41,12 +41,14 @@ pub async fn get(store: &dyn Store, caller: &Caller, id: &str) -> ApiResult<Sess
 }
 
 /// Creates or replaces session `id`; answers it and whether it is new. The
-/// same body again changes nothing.
+/// same body again changes nothing. Two writers of one session (a retry after
+/// a timeout, two sessions of one new conversation) race on conditional
+/// writes: the loser reads again and goes on.
 pub async fn put(
     store: &dyn Store,
     caller: &Caller,
     id: &str,
-    mut input: SessionInput,
+    input: SessionInput,
 ) -> ApiResult<(Session, bool)> {
     if !valid_id(id) {
         return Err(ApiError::field(
@@ -54,6 +56,25 @@ pub async fn put(
             "must be 1 to 64 letters, digits, - _ . or :",
         ));
     }
+    for _ in 0..4 {
+        match put_once(store, caller, id, input.clone()).await {
+            Ok(done) => return Ok(done),
+            Err(CommitError::IdTaken) => continue,
+            Err(CommitError::Api(e)) if e.status == http::StatusCode::CONFLICT => continue,
+            Err(CommitError::Api(e)) => return Err(e),
+        }
+    }
+    Err(ApiError::conflict(
+        "the session changed while this request ran; retry",
+    ))
+}
+
+async fn put_once(
+    store: &dyn Store,
+    caller: &Caller,
+    id: &str,
+    mut input: SessionInput,
+) -> Result<(Session, bool), CommitError> {
     let ws = caller.workspace_id;
     if let Some(phone) = &input.conversation.contact_phone {
         input.conversation.contact_phone = Some(
@@ -123,7 +144,7 @@ pub async fn put(
         let mut same = next.clone();
         same.stamps = stored.stamps.clone();
         same.version = stored.version;
-        if &same == stored {
+        if &same == stored && created_at == stored.stamps.created_at {
             return Ok((stored.clone(), false));
         }
         next.version = stored.version + 1;

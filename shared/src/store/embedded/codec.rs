@@ -19,6 +19,31 @@ fn push(out: &mut Vec<u8>, text: &str) {
     out.extend_from_slice(&[0, 1]);
 }
 
+/// A string's bytes as a key holds them, without its terminator: a prefix of
+/// the encoding of every string that starts with it.
+pub(super) fn escaped(text: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len() + 1);
+    for &b in text.as_bytes() {
+        out.push(b);
+        if b == 0 {
+            out.push(0xFF);
+        }
+    }
+    out
+}
+
+/// The least byte string greater than every one that starts with `prefix`.
+pub(super) fn successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut out = prefix.to_vec();
+    while let Some(last) = out.pop() {
+        if last < 0xFF {
+            out.push(last + 1);
+            return Some(out);
+        }
+    }
+    None
+}
+
 /// The engine key of strings in order.
 pub(super) fn encode(parts: &[&str]) -> Vec<u8> {
     let mut out = Vec::with_capacity(parts.iter().map(|p| p.len() + 2).sum());

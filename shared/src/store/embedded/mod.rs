@@ -73,7 +73,7 @@ impl EmbeddedStore {
         let db = Database::builder()
             .create_with_backend(redb::backends::InMemoryBackend::new())
             .expect("an in-memory database");
-        Self::start(db, indexes, false, None).expect("an in-memory store")
+        Self::start(db, indexes, None).expect("an in-memory store")
     }
 
     /// A store kept in `dir`, created when missing. One process at a time: a
@@ -94,15 +94,10 @@ impl EmbeddedStore {
             .set_cache_size(CACHE_BYTES)
             .create(dir.join(DATA_FILE))
             .map_err(std::io::Error::other)?;
-        Self::start(db, indexes, true, Some(lock)).map_err(|e| std::io::Error::other(e.to_string()))
+        Self::start(db, indexes, Some(lock)).map_err(|e| std::io::Error::other(e.to_string()))
     }
 
-    fn start(
-        db: Database,
-        indexes: &[Index],
-        durable: bool,
-        lock: Option<File>,
-    ) -> Result<Self, StoreError> {
+    fn start(db: Database, indexes: &[Index], lock: Option<File>) -> Result<Self, StoreError> {
         // Both tables exist from the start, so a read never meets a missing one.
         let txn = db.begin_write().map_err(engine)?;
         txn.open_table(ITEMS).map_err(engine)?;
@@ -110,7 +105,7 @@ impl EmbeddedStore {
         txn.commit().map_err(engine)?;
         let db = Arc::new(db);
         let index_defs = Arc::new(indexes.to_vec());
-        let (writer, writer_thread) = write::spawn(db.clone(), index_defs.clone(), durable);
+        let (writer, writer_thread) = write::spawn(db.clone(), index_defs.clone());
         Ok(Self {
             db,
             writer: Some(writer),

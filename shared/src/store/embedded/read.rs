@@ -5,7 +5,7 @@ use std::ops::Bound;
 use redb::{Database, ReadableDatabase};
 use serde_json::Value;
 
-use super::codec::{after_prefix, encode, from_bytes, item_key};
+use super::codec::{after_prefix, encode, escaped, from_bytes, item_key, successor};
 use super::{EmbeddedStore, INDEXES, ITEMS, engine};
 use crate::store::*;
 
@@ -100,21 +100,38 @@ pub(super) fn query(
             (&indexes, prefix, start)
         }
     };
+    // The sort-key range as engine bounds, so the read starts and stops where
+    // the range does (the loop below still checks each key).
     let end = after_prefix(&prefix);
+    let with = |tail: Vec<u8>| [prefix.as_slice(), tail.as_slice()].concat();
+    let low: Vec<u8> = match &query.range {
+        SkRange::Prefix(a) | SkRange::Between(a, _) | SkRange::AtLeast(a) => with(escaped(a)),
+        SkRange::All | SkRange::AtMost(_) => prefix.clone(),
+    };
+    let high: Vec<u8> = match &query.range {
+        // Past every key whose sort key is `b` (and whatever follows it).
+        SkRange::Between(_, b) | SkRange::AtMost(b) => with([escaped(b), vec![0, 2]].concat()),
+        SkRange::Prefix(p) => successor(&with(escaped(p))).unwrap_or_else(|| end.clone()),
+        SkRange::All | SkRange::AtLeast(_) => end.clone(),
+    };
+    let high = high.min(end.clone());
     let (lower, upper) = match (&start, query.forward) {
         (Some(s), true) => (
-            Bound::Excluded(s.as_slice()),
-            Bound::Excluded(end.as_slice()),
+            Bound::Excluded(s.as_slice().max(low.as_slice())),
+            Bound::Excluded(high.as_slice()),
         ),
         (Some(s), false) => (
-            Bound::Included(prefix.as_slice()),
-            Bound::Excluded(s.as_slice()),
+            Bound::Included(low.as_slice()),
+            Bound::Excluded(s.as_slice().min(high.as_slice())),
         ),
         (None, _) => (
-            Bound::Included(prefix.as_slice()),
-            Bound::Excluded(end.as_slice()),
+            Bound::Included(low.as_slice()),
+            Bound::Excluded(high.as_slice()),
         ),
     };
+    if lower_after_upper(&lower, &upper) {
+        return Ok((Page::default(), 0));
+    }
     let range = table.range::<&[u8]>((lower, upper)).map_err(engine)?;
     let entries: Box<dyn Iterator<Item = _>> = if query.forward {
         Box::new(range)
@@ -161,4 +178,17 @@ pub(super) fn query(
         }
     }
     Ok((page, bytes))
+}
+
+/// An empty range (redb wants lower <= upper).
+fn lower_after_upper(lower: &Bound<&[u8]>, upper: &Bound<&[u8]>) -> bool {
+    let l = match lower {
+        Bound::Included(l) | Bound::Excluded(l) => *l,
+        Bound::Unbounded => return false,
+    };
+    let u = match upper {
+        Bound::Included(u) | Bound::Excluded(u) => *u,
+        Bound::Unbounded => return false,
+    };
+    l > u || (l == u && !matches!((lower, upper), (Bound::Included(_), Bound::Included(_))))
 }

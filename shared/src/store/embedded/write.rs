@@ -30,7 +30,6 @@ type Tbl<'t> = Table<'t, &'static [u8], &'static [u8]>;
 pub(super) fn spawn(
     db: Arc<Database>,
     index_defs: Arc<Vec<Index>>,
-    durable: bool,
 ) -> (sync_mpsc::Sender<Request>, std::thread::JoinHandle<()>) {
     let (tx, rx) = sync_mpsc::channel::<Request>();
     let thread = std::thread::Builder::new()
@@ -45,22 +44,19 @@ pub(super) fn spawn(
                         Err(_) => break,
                     }
                 }
-                commit(&db, &index_defs, durable, group);
+                commit(&db, &index_defs, group);
             }
         })
         .expect("the store's writer thread");
     (tx, thread)
 }
 
-fn commit(db: &Database, defs: &[Index], durable: bool, group: Vec<Request>) {
+fn commit(db: &Database, defs: &[Index], group: Vec<Request>) {
     let outcome = (|| {
         let mut txn = db.begin_write().map_err(engine)?;
-        let durability = if durable {
-            Durability::Immediate
-        } else {
-            Durability::None
-        };
-        txn.set_durability(durability).map_err(engine)?;
+        // Immediate in memory too: its sync costs nothing there, and only a
+        // durable commit lets the engine reuse the pages earlier ones freed.
+        txn.set_durability(Durability::Immediate).map_err(engine)?;
         let mut answers = Vec::with_capacity(group.len());
         {
             let mut items = txn.open_table(ITEMS).map_err(engine)?;
