@@ -32,6 +32,9 @@ enum Command {
     /// Load organizations, contact-organization links and conversations from a
     /// JSON-lines file into a workspace (see docs/design.md#loading-records).
     Load(Load),
+    /// Rebuild a workspace's rollups (the daily counts behind dashboard
+    /// snapshots) from its contacts, deals and sessions.
+    Rollups(Rollups),
     /// Create workspace 1 and an admin token in the DynamoDB table, unless present.
     /// The token is CRM_BOOTSTRAP_TOKEN when set, otherwise random and printed once.
     Bootstrap {
@@ -39,6 +42,18 @@ enum Command {
         #[arg(long, default_value = "Default workspace")]
         name: String,
     },
+}
+
+#[derive(Args)]
+struct Rollups {
+    #[arg(long, default_value_t = 1)]
+    workspace: u64,
+    /// The embedded store's folder (stop `crm serve` on it first).
+    #[arg(long, default_value = ".crm-data", conflicts_with = "dynamodb")]
+    data: PathBuf,
+    /// Rebuild in DynamoDB instead (CRM_TABLE, CRM_DYNAMODB_ENDPOINT).
+    #[arg(long)]
+    dynamodb: bool,
 }
 
 #[derive(Args)]
@@ -106,6 +121,7 @@ async fn main() {
         Command::Serve(args) => serve(args).await,
         Command::CreateTable => create_table().await,
         Command::Load(args) => load(args).await,
+        Command::Rollups(args) => rollups(args).await,
         Command::Bootstrap { name } => {
             bootstrap(Arc::new(Config::from_env().dynamo_store().await), &name)
                 .await
@@ -268,5 +284,30 @@ async fn load(args: Load) -> Result<(), String> {
     if errors > 0 {
         return Err(format!("{errors} line(s) refused"));
     }
+    Ok(())
+}
+
+async fn rollups(args: Rollups) -> Result<(), String> {
+    let store: SharedStore = if args.dynamodb {
+        Arc::new(Config::from_env().dynamo_store().await)
+    } else {
+        Arc::new(
+            EmbeddedStore::open(&args.data, keys::GSIS)
+                .map_err(|e| format!("cannot open the store in {}: {e}", args.data.display()))?,
+        )
+    };
+    let progress = indicatif::ProgressBar::new_spinner();
+    progress.set_message("records read");
+    let written = shared::domain::rollups::rebuild(store.as_ref(), args.workspace.into(), &|n| {
+        progress.inc(n)
+    })
+    .await
+    .map_err(|e| e.message)?;
+    progress.finish_and_clear();
+    eprintln!(
+        "Rebuilt the rollups of workspace {} from {} records: {written} daily counts.",
+        args.workspace,
+        progress.position()
+    );
     Ok(())
 }

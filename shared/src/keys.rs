@@ -49,6 +49,7 @@
 //! | Campaign          | by id; list newest first               | table | `W#<ws>#CAMPAIGN`     | `<id:16>`               |
 //! | Campaign index    | by status, channel, name word (with a digest) | table | `W#<ws>#CAMPAIGNS#<KIND>#<value>` | `<id:16>` or `<word>#<id:16>` |
 //! | Campaign report   | a results report counted once (sentinel) | table | `W#<ws>#CAMPAIGNREPORT#<id>` | `<report id>` |
+//! | Rollup            | a metric per day (and dimension), moved with the writes | table | `W#<ws>#ROLLUP#<series>` | `<day>` or `<day>#<dimension>` |
 //! | Local job         | jobs the in-process queue has not run  | table | `LOCALQUEUE`          | `<ulid>`                |
 //! | Local dead job    | jobs that failed every run (local)     | table | `LOCALQUEUE#DEAD`     | `<ulid>`                |
 //!
@@ -381,6 +382,11 @@ pub fn campaign_report(ws: WorkspaceId, campaign_id: u64, report_id: &str) -> Ke
         collection(ws, &format!("CAMPAIGNREPORT#{campaign_id}")),
         report_id,
     )
+}
+
+/// A metric's daily counts (`contacts.created`, `deals.wonValueByPipeline`, ...).
+pub fn rollups(ws: WorkspaceId, series: &str) -> String {
+    collection(ws, &format!("ROLLUP#{series}"))
 }
 
 /// The partition of the in-process job queue (`crm serve`): a job message

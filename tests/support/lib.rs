@@ -402,3 +402,16 @@ macro_rules! store_test {
         }
     };
 }
+
+/// Waits (boundedly) for the background job to compute a snapshot; answers it.
+pub async fn computed_snapshot(app: &TestApp, dashboard: &str, snapshot: &str) -> Value {
+    let path = format!("/v3/dashboards/{dashboard}/snapshots/{snapshot}");
+    for _ in 0..400 {
+        let s = app.get(&path).await.expect(200);
+        if s["status"]["state"] == "done" {
+            return s;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("snapshot {snapshot} was not computed");
+}

@@ -1,5 +1,5 @@
-//! Dashboards (`/v3/dashboards`) and their snapshots: create and read a layout,
-//! take snapshots of it, list them newest first.
+//! Dashboards (`/v3/dashboards`) and their snapshots: create and read a layout
+//! of widgets, take snapshots computed in the background, list them newest first.
 
 use api_tests::api_test;
 use api_tests::serde_json::json;
@@ -22,31 +22,45 @@ api_test! {
 }
 
 api_test! {
-    /// A snapshot records the dashboard as it stood; snapshots list newest first.
+    /// A snapshot is recorded `queued` and answered at once; the background job
+    /// computes each widget's metric; snapshots list newest first.
     async fn snapshots_a_dashboard(app) {
-        let d = app.post("/v3/dashboards", json!({ "name": "Sales", "layout": [{ "i": "a", "x": 0, "y": 0, "w": 1, "h": 1 }] })).await.expect(201);
+        app.post("/v3/contacts", json!({ "name": "Ana" })).await.expect(201);
+        app.post("/v3/contacts", json!({ "name": "Rui", "newContact": true })).await.expect(201);
+        let layout = json!([
+            { "i": "a", "x": 0, "y": 0, "w": 1, "h": 1, "metric": "contactsCreated" },
+            { "i": "b", "x": 1, "y": 0, "w": 1, "h": 1, "metric": "newContacts" },
+            { "i": "c", "x": 2, "y": 0, "w": 1, "h": 1 },
+        ]);
+        let d = app.post("/v3/dashboards", json!({ "name": "Sales", "layout": layout })).await.expect(201);
         let id = d["id"].as_str().unwrap();
-        let first = app.post(&format!("/v3/dashboards/{id}/snapshots"), json!({ "authorId": 7, "authorName": "Ana", "name": "Monday", "status": { "state": "done" } })).await.expect(201);
+        let first = app.post(&format!("/v3/dashboards/{id}/snapshots"), json!({ "authorId": 7, "authorName": "Ana", "name": "Monday" })).await.expect(201);
         for member in ["id", "data", "authorId", "authorName", "workspaceId", "createdAt", "lastUpdateAt"] {
             assert!(first.get(member).is_some(), "{member} is required: {first}");
         }
         assert_eq!(first["dashboardId"], json!(id));
+        assert_eq!(first["status"]["state"], "queued");
         assert_eq!(first["data"]["dashboardName"], "Sales");
-        assert_eq!(first["data"]["layout"][0]["i"], "a");
-        assert!(first["processedAt"].is_string() && first["processedTimeInMs"].is_number());
-        let second = app.post(&format!("/v3/dashboards/{id}/snapshots"), json!({ "authorId": 8, "authorName": "Bia", "dashboardName": "Sales (copy)", "dashboardId": id })).await.expect(201);
+        let done = api_tests::computed_snapshot(&app, id, first["id"].as_str().unwrap()).await;
+        assert_eq!(done["data"]["a"]["value"], 2);
+        assert_eq!(done["data"]["a"]["metric"], "contactsCreated");
+        assert_eq!(done["data"]["b"]["value"], 1);
+        assert_eq!(done["data"]["c"]["error"], "the widget names no metric", "one widget's failure fails no other");
+        assert_eq!(done["status"]["widgetsFailed"], 1);
+        assert!(done["processedAt"].is_string() && done["processedTimeInMs"].is_number() && done["totalTimeInMs"].is_number());
+        let second = app.post(&format!("/v3/dashboards/{id}/snapshots"), json!({ "authorId": 8, "authorName": "Bia", "dashboardName": "Sales (copy)", "dashboardId": id, "period": "today" })).await.expect(201);
         assert_eq!(second["data"]["dashboardName"], "Sales (copy)");
         let page = app.get(&format!("/v3/dashboards/{id}/snapshots")).await.expect(200);
         assert_eq!(page["totalCount"], 2);
         assert_eq!(page["data"][0]["id"], second["id"], "newest first");
         assert_eq!(app.get(&format!("/v3/dashboards/{id}/snapshots?limit=1&offset=1")).await.expect(200)["data"][0]["id"], first["id"]);
-        let one = app.get(&format!("/v3/dashboards/{id}/snapshots/{}", first["id"].as_str().unwrap())).await.expect(200);
-        assert_eq!(one, first);
 
+        app.post("/v3/dashboards", json!({ "name": "x", "layout": [{ "i": "a", "x": 0, "y": 0, "w": 1, "h": 1, "metric": "happiness" }] })).await.expect_field_error("layout[0].metric");
         app.post(&format!("/v3/dashboards/{id}/snapshots"), json!({ "authorName": "x" })).await.expect_field_error("authorId");
         app.post(&format!("/v3/dashboards/{id}/snapshots"), json!({ "authorId": 1 })).await.expect_field_error("authorName");
         app.post(&format!("/v3/dashboards/{id}/snapshots"), json!({ "authorId": 1, "authorName": "x", "dashboardId": "9" })).await.expect_field_error("dashboardId");
         app.post(&format!("/v3/dashboards/{id}/snapshots"), json!({ "authorId": 1, "authorName": "x", "data": {} })).await.expect_field_error("data");
+        app.post(&format!("/v3/dashboards/{id}/snapshots"), json!({ "authorId": 1, "authorName": "x", "period": "custom" })).await.expect_field_error("periodFrom");
         app.post("/v3/dashboards/123/snapshots", json!({ "authorId": 1, "authorName": "x" })).await.expect_error(404);
         app.get("/v3/dashboards/123/snapshots").await.expect_error(404);
         app.get(&format!("/v3/dashboards/{id}/snapshots/01ARZ3NDEKTSV4RRFFQ69G5FAV")).await.expect_error(404);

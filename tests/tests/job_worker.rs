@@ -96,10 +96,9 @@ api_test! {
     }
 }
 
-/// The whole path on a local SQS: POST /v3/contacts/import sends the job to SQS;
-/// the messages received from SQS run through the worker.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn imports_travel_through_sqs() {
+/// DynamoDB Local and a fresh queue on the local SQS, and the API sending to
+/// it; `None` (skipped) when they are not running.
+async fn with_sqs() -> Option<(TestApp, aws_sdk_sqs::Client, String, axum::Router)> {
     let Some(sqs_endpoint) = std::env::var("CRM_TEST_SQS_ENDPOINT")
         .ok()
         .filter(|e| !e.is_empty())
@@ -109,11 +108,9 @@ async fn imports_travel_through_sqs() {
             "a local SQS is required (CRM_TEST_SQS_ENDPOINT)"
         );
         eprintln!("skipped: no local SQS (use scripts/test.sh)");
-        return;
+        return None;
     };
-    let Some(app) = TestApp::dynamodb().await else {
-        return;
-    };
+    let app = TestApp::dynamodb().await?;
     let config = shared::config::Config {
         sqs_endpoint: Some(sqs_endpoint.clone()),
         ..Default::default()
@@ -139,7 +136,92 @@ async fn imports_travel_through_sqs() {
     };
     let queue = Arc::new(config.job_queue_with(&sdk).expect("a queue url"));
     let router = crm::app(shared::http::AppState::new(app.store.clone()).with_queue(queue));
+    Some((app, sqs, url, router))
+}
 
+/// The messages waiting on the queue, as the worker's SQS event.
+async fn receive(sqs: &aws_sdk_sqs::Client, url: &str) -> SqsEvent {
+    let mut records = Vec::new();
+    for _ in 0..20 {
+        let received = sqs
+            .receive_message()
+            .queue_url(url)
+            .max_number_of_messages(10)
+            .wait_time_seconds(1)
+            .send()
+            .await
+            .unwrap();
+        records.extend(received.messages.unwrap_or_default());
+        if !records.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(records.len(), 1, "one message per job");
+    let bodies: Vec<(&str, String)> = records
+        .iter()
+        .map(|m| (m.message_id.as_deref().unwrap(), m.body.clone().unwrap()))
+        .collect();
+    sqs_event(&bodies)
+}
+
+/// A dashboard snapshot on a local SQS: the API records it and sends its job
+/// to SQS; the worker computes it from the message received.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshots_travel_through_sqs() {
+    let Some((app, sqs, url, router)) = with_sqs().await else {
+        return;
+    };
+    let call = |method: &str, path: &str, body: Value| {
+        let request = http::Request::builder()
+            .method(method)
+            .uri(path)
+            .header(
+                "authorization",
+                format!("Bearer {}", api_tests::ADMIN_TOKEN),
+            )
+            .header("content-type", "application/json")
+            .body(axum::body::Body::from(body.to_string()))
+            .unwrap();
+        tower::ServiceExt::oneshot(router.clone(), request)
+    };
+    call("POST", "/v3/contacts", json!({ "name": "Ana" }))
+        .await
+        .unwrap();
+    let layout = json!([{ "i": "a", "x": 0, "y": 0, "w": 1, "h": 1, "metric": "contactsCreated" }]);
+    let d = app
+        .post(
+            "/v3/dashboards",
+            json!({ "name": "KPIs", "layout": layout }),
+        )
+        .await
+        .expect(201);
+    let id = d["id"].as_str().unwrap();
+    let response = call(
+        "POST",
+        &format!("/v3/dashboards/{id}/snapshots"),
+        json!({ "authorId": 1, "authorName": "A" }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(response.status(), 201);
+    let response = job_worker::handle(app.store.as_ref(), receive(&sqs, &url).await).await;
+    assert!(response.batch_item_failures.is_empty());
+    let page = app
+        .get(&format!("/v3/dashboards/{id}/snapshots"))
+        .await
+        .expect(200);
+    assert_eq!(page["data"][0]["status"]["state"], "done");
+    assert_eq!(page["data"][0]["data"]["a"]["value"], 1);
+}
+
+/// The whole path on a local SQS: POST /v3/contacts/import sends the job to SQS;
+/// the messages received from SQS run through the worker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn imports_travel_through_sqs() {
+    let Some((app, sqs, url, router)) = with_sqs().await else {
+        return;
+    };
     let contacts: Vec<Value> = (0..40)
         .map(|i| json!({ "name": format!("s{i}"), "phone": format!("31 9{:08}", 50_000_000 + i) }))
         .collect();
@@ -158,28 +240,7 @@ async fn imports_travel_through_sqs() {
     let response = tower::ServiceExt::oneshot(router, request).await.unwrap();
     assert_eq!(response.status(), 201);
 
-    let mut records = Vec::new();
-    for _ in 0..20 {
-        let received = sqs
-            .receive_message()
-            .queue_url(&url)
-            .max_number_of_messages(10)
-            .wait_time_seconds(1)
-            .send()
-            .await
-            .unwrap();
-        records.extend(received.messages.unwrap_or_default());
-        if !records.is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(records.len(), 1, "one message per job");
-    let bodies: Vec<(&str, String)> = records
-        .iter()
-        .map(|m| (m.message_id.as_deref().unwrap(), m.body.clone().unwrap()))
-        .collect();
-    let response = job_worker::handle(app.store.as_ref(), sqs_event(&bodies)).await;
+    let response = job_worker::handle(app.store.as_ref(), receive(&sqs, &url).await).await;
     assert!(response.batch_item_failures.is_empty());
     assert_eq!(app.get("/v3/contacts").await.expect(200)["totalCount"], 40);
 }

@@ -47,7 +47,7 @@ async fn snapshot(
 ) -> Result<Response, ApiError> {
     let id = numeric_param(&path, "dashboardId")?;
     Ok(created(
-        dashboards::snapshot(s.store.as_ref(), &caller, id, input).await?,
+        dashboards::snapshot(s.store.as_ref(), s.jobs()?, &caller, id, input).await?,
     ))
 }
 

@@ -5,7 +5,7 @@
 
 use async_trait::async_trait;
 
-use crate::domain::imports;
+use crate::domain::{dashboards, imports};
 use crate::error::ApiResult;
 use crate::queue::{JobMessage, JobRunner};
 use crate::store::Store;
@@ -31,6 +31,17 @@ pub async fn run(store: &dyn Store, message: &JobMessage) -> ApiResult<Outcome> 
                 summary: format!(
                     "created {}, ignored {}, failed {}",
                     job.created, job.ignored, job.failed
+                ),
+            })
+        }
+        dashboards::KIND => {
+            let snapshot = dashboards::process(store, ws, id).await?;
+            Ok(Outcome {
+                kind: dashboards::KIND,
+                summary: format!(
+                    "snapshot {} of {} widgets",
+                    snapshot.id,
+                    snapshot.data.len().saturating_sub(1)
                 ),
             })
         }

@@ -16,6 +16,7 @@ pub mod jobs;
 pub mod products;
 pub mod redirects;
 pub mod relations;
+pub mod rollups;
 pub mod sessions;
 pub mod tags;
 pub mod tokens;

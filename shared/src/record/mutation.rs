@@ -171,8 +171,22 @@ impl<'a> Mutation<'a> {
         self
     }
 
-    /// Moves a list's counter.
+    /// Moves a counter (a list's, a rollup's). Moves of one counter in one
+    /// change add up into one write (a transaction names an item once).
     pub fn count(&mut self, key: Key, delta: i64) -> &mut Self {
+        for (write, _) in &mut self.writes {
+            if let Write::Add {
+                key: k,
+                attribute,
+                delta: d,
+            } = write
+                && *k == key
+                && *attribute == COUNT
+            {
+                *d += delta;
+                return self;
+            }
+        }
         self.writes.push((
             Write::Add {
                 key,
@@ -205,6 +219,16 @@ impl<'a> Mutation<'a> {
         let shard = rand::random::<u32>() % keys::AUDIT_COUNTER_SHARDS;
         self.count(keys::audit_counter_shard(shard), 1);
 
+        // A move that came to nothing is no write.
+        self.writes
+            .retain(|(w, _)| !matches!(w, Write::Add { delta: 0, .. }));
+        if self.writes.len() > crate::store::MAX_TRANSACTION_ITEMS {
+            return Err(CommitError::Api(ApiError::bad_request(format!(
+                "this change touches {} items, more than one transaction holds ({}); make it in two steps",
+                self.writes.len(),
+                crate::store::MAX_TRANSACTION_ITEMS
+            ))));
+        }
         let (writes, failures): (Vec<_>, Vec<_>) = self.writes.into_iter().unzip();
         match store.write(writes).await {
             Ok(()) => Ok(()),

@@ -118,12 +118,15 @@ pub async fn report(
         h.last_message_processed_at = next.last_message_processed_at;
         h.chunk_id = input.chunk_id.clone().or(h.chunk_id.take());
         let owner = input.report_id.clone();
+        let moves =
+            crate::domain::rollups::of_campaign_report(&at, input.sent, input.read, input.answered);
         let claim = |m: &mut Mutation<'_>| {
             m.claim(
                 sentinel.clone(),
                 &owner,
                 ApiError::conflict("report counted"),
             );
+            crate::domain::rollups::stage(m, ws, &[], &moves);
         };
         match save(store, caller, &current, next, "campaign.results", claim).await {
             Ok(campaign) => return Ok((campaign, true)),

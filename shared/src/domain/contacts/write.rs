@@ -51,6 +51,7 @@ pub(crate) fn add_contact(m: &mut Mutation<'_>, contact: &Contact, count: bool) 
     if contact.fields.new_contact {
         m.count(keys::counter(ws, NEW_LIST), 1);
     }
+    crate::domain::rollups::stage(m, ws, &[], &crate::domain::rollups::of_contact(contact));
     Ok(())
 }
 

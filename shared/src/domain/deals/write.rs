@@ -7,6 +7,7 @@ use super::LIST;
 use super::input::{DealInput, apply, missing};
 use super::record::{Deal, DealContact, DealFields, DealStatus};
 use crate::auth::Caller;
+use crate::domain::rollups;
 use crate::error::{ApiError, ApiResult};
 use crate::ids;
 use crate::keys;
@@ -70,6 +71,7 @@ pub async fn create(store: &dyn Store, caller: &Caller, input: DealInput) -> Api
         async move {
             let mut m = Mutation::new(caller);
             m.create(&deal)?.count(keys::counter(ws, LIST), 1);
+            rollups::stage(&mut m, ws, &[], &rollups::of_deal(&deal));
             for item in deal.index_items() {
                 m.put_item(item);
             }
@@ -107,6 +109,12 @@ pub async fn update(
     {
         m.remove(Key::new(old, ids::padded(id)));
     }
+    rollups::stage(
+        &mut m,
+        ws,
+        &rollups::of_deal(&current),
+        &rollups::of_deal(&deal),
+    );
     // Every index item carries the digest: rewrite them all.
     for item in deal.index_items() {
         m.put_item(item);

@@ -66,8 +66,9 @@ pub async fn process(store: &dyn Store, ws: WorkspaceId, job_id: &str) -> ApiRes
     });
 
     // Pack the new contacts into transactions (the audit entry and two counters
-    // of each commit, and the contacts counter, take four items).
-    let budget = MAX_TRANSACTION_ITEMS - 4;
+    // of each commit, the contacts counter and two rollup counters of the day,
+    // take six items).
+    let budget = MAX_TRANSACTION_ITEMS - 6;
     let mut batch: Vec<Contact> = Vec::new();
     let mut items = 0;
     let mut batches = Vec::new();

@@ -15,6 +15,7 @@ use super::record::{Author, Session, SessionInput, TrailKind};
 use crate::auth::Caller;
 use crate::domain::contacts::Contact;
 use crate::domain::relations::{LastSession, stage_last_session};
+use crate::domain::rollups;
 use crate::error::{ApiError, ApiResult};
 use crate::ids;
 use crate::keys;
@@ -171,6 +172,11 @@ async fn put_once(
     for item in next.index_items()? {
         m.put_item(item);
     }
+    let before = current
+        .as_ref()
+        .map(rollups::of_session)
+        .unwrap_or_default();
+    rollups::stage(&mut m, ws, &before, &rollups::of_session(&next));
     if let Some(contact_id) = next.conversation.contact_id {
         record::find::<Contact>(store, &keys::contact(ws, contact_id), true, "contact").await?;
         let last = LastSession {

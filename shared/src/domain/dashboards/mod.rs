@@ -1,13 +1,14 @@
 //! Dashboards and their snapshots.
 //!
 //! A dashboard is a named layout of widgets (`layout: [{ i, x, y, w, h }]`).
-//! A snapshot records a dashboard at one moment: the spec's snapshot body has no
-//! `data`, and its answer requires it, so `data` holds the dashboard as it stood
-//! (`name`, `description`, `layout`) and the snapshot records when it was taken
-//! and how long that took. Snapshots are listed newest first.
+//! A widget names a metric of the catalog (`compute.rs`). A snapshot is the
+//! computed state of the dashboard's metrics over a period: recorded `queued`,
+//! computed in the background from the rollups (never from the workspace's
+//! records), then `done` with `data`, `processedAt`, `processedTimeInMs` and
+//! `totalTimeInMs`. Snapshots are listed newest first.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use validator::Validate;
 
 use crate::auth::Caller;
@@ -16,8 +17,13 @@ use crate::ids::WorkspaceId;
 use crate::ids::{self, Timestamp};
 use crate::keys;
 use crate::page::{ListPage, Paging, counted_page};
+use crate::queue::{JobMessage, JobQueue};
 use crate::record::{self, Mutation, Record, Stamps, with_fresh_id};
 use crate::store::{Index, Key, Query, SkRange, Store};
+
+mod compute;
+
+pub use compute::{KIND, METRICS, process};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Validate)]
 #[serde(deny_unknown_fields)]
@@ -33,6 +39,11 @@ pub struct Widget {
     pub w: u32,
     #[validate(range(max = 10000))]
     pub h: u32,
+    /// What the widget shows: a metric of the catalog (an extension; see
+    /// `compute.rs`). A widget without one shows nothing in a snapshot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[validate(custom(function = "compute::known_metric"))]
+    pub metric: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -129,18 +140,45 @@ pub struct Snapshot {
     pub legacy_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    #[serde(with = "ids::ts_format")]
-    pub processed_at: Timestamp,
-    pub processed_time_in_ms: f64,
+    #[serde(
+        default,
+        with = "ids::ts_format::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub processed_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processed_time_in_ms: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_time_in_ms: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<Map<String, Value>>,
+    /// The window its metrics cover (an extension).
+    #[serde(
+        default,
+        with = "ids::ts_format::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub period_from: Option<Timestamp>,
+    #[serde(
+        default,
+        with = "ids::ts_format::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub period_to: Option<Timestamp>,
     #[serde(flatten)]
     pub stamps: Stamps,
+    /// 0 for snapshots taken before they were computed in the background.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub version: u64,
 }
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+crate::versioned!(Snapshot);
 
 impl Record for Snapshot {
     const TYPE: &'static str = "Snapshot";
@@ -172,6 +210,12 @@ pub struct CreateSnapshot {
     #[validate(length(max = 2000))]
     pub error: Option<String>,
     pub status: Option<Map<String, Value>>,
+    /// The window of the metrics (an extension): a preset of the deal list's
+    /// `period`, `month` (the last month, rolling) by default; `custom` takes
+    /// `periodFrom` and `periodTo`.
+    pub period: Option<crate::period::Period>,
+    pub period_from: Option<ids::ClientTime>,
+    pub period_to: Option<ids::ClientTime>,
 }
 
 pub const LIST: &str = "DASHBOARD";
@@ -215,14 +259,16 @@ pub async fn get(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<Dashb
     .await
 }
 
-/// Takes a snapshot of a dashboard of the caller's workspace.
+/// Takes a snapshot of a dashboard of the caller's workspace: recorded as
+/// `queued` and answered at once; the `dashboardSnapshot` job computes every
+/// widget's metric over the period (`compute.rs`) and writes `data`.
 pub async fn snapshot(
     store: &dyn Store,
+    queue: &dyn JobQueue,
     caller: &Caller,
     dashboard_id: u64,
     input: CreateSnapshot,
 ) -> ApiResult<Snapshot> {
-    let started = std::time::Instant::now();
     if input
         .dashboard_id
         .as_deref()
@@ -233,6 +279,14 @@ pub async fn snapshot(
             "must be the dashboard of the path",
         ));
     }
+    let now = ids::now();
+    let window = crate::period::Window::of_period(
+        now,
+        input.period.unwrap_or(crate::period::Period::Month),
+        input.period_from.map(|t| t.0),
+        input.period_to.map(|t| t.0),
+    )?;
+    let at = |ms: Option<i64>| ms.and_then(chrono::DateTime::from_timestamp_millis);
     let dashboard: Dashboard = record::find(
         store,
         &keys::dashboard(caller.workspace_id, dashboard_id),
@@ -240,13 +294,17 @@ pub async fn snapshot(
         "dashboard",
     )
     .await?;
-    let Value::Object(data) = json!({
-        "dashboardName": input.dashboard_name.clone().unwrap_or_else(|| dashboard.name.clone()),
-        "description": dashboard.description,
-        "layout": dashboard.layout,
-    }) else {
-        return Err(ApiError::internal("snapshot data is not an object"));
-    };
+    let mut status = input.status.unwrap_or_default();
+    status.insert("state".into(), "queued".into());
+    let mut data = Map::new();
+    data.insert(
+        "dashboardName".into(),
+        input
+            .dashboard_name
+            .clone()
+            .unwrap_or_else(|| dashboard.name.clone())
+            .into(),
+    );
     let snapshot = Snapshot {
         id: ids::new_ulid(),
         workspace_id: caller.workspace_id,
@@ -256,18 +314,30 @@ pub async fn snapshot(
         author_name: input.author_name.trim().to_owned(),
         legacy_id: input.legacy_id,
         name: input.name,
-        processed_at: ids::now(),
-        processed_time_in_ms: (started.elapsed().as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0,
+        processed_at: None,
+        processed_time_in_ms: None,
         total_time_in_ms: input.total_time_in_ms,
         error: input.error,
-        status: input.status,
+        status: Some(status),
+        period_from: at(window.from).or(Some(chrono::DateTime::UNIX_EPOCH)),
+        period_to: at(window.to).or(Some(now)),
         stamps: Stamps::new(),
+        version: 1,
     };
     let mut m = Mutation::new(caller);
     m.create(&snapshot)?
         .count(keys::snapshot_counter(caller.workspace_id, dashboard_id), 1);
     m.commit(store, "snapshot.create", "snapshot", &snapshot.id)
         .await?;
+    let message = JobMessage::new(
+        compute::KIND,
+        caller.workspace_id,
+        format!("{dashboard_id}.{}", snapshot.id),
+    );
+    queue.send(&message).await.map_err(|e| {
+        tracing::error!(snapshot = %snapshot.id, error = %e, "could not queue a snapshot");
+        ApiError::unavailable("the snapshot was recorded but could not be queued; take it again")
+    })?;
     Ok(snapshot)
 }
 
