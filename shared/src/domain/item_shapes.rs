@@ -107,6 +107,7 @@ fn catalog_records_keep_their_shape() {
 fn dashboards_and_snapshots_keep_their_shape() {
     round_trip::<crate::domain::dashboards::Dashboard>("Dashboard");
     round_trip::<crate::domain::dashboards::Snapshot>("Snapshot");
+    round_trip::<crate::domain::dashboards::Snapshot>("SnapshotComputed");
 }
 
 #[test]
