@@ -30,6 +30,28 @@ use crate::page::read_up_to;
 use crate::record::{COUNT, Mutation};
 use crate::store::{Index, Key, Query, SK, SkRange, Store};
 
+/// Every series a record can move (campaign series come from reports only).
+pub const RECORD_SERIES: &[&str] = &[
+    "contacts.created",
+    "contacts.new",
+    "deals.created",
+    "deals.createdValue",
+    "deals.won",
+    "deals.wonValue",
+    "deals.lost",
+    "deals.lostValue",
+    "deals.wonValueByPipeline",
+    "deals.wonValueByOperator",
+    "sessions.started",
+    "sessions.finished",
+    "sessions.tmaMs",
+    "sessions.tmaCount",
+    "sessions.tmeMs",
+    "sessions.tmeCount",
+    "sessions.tmpMs",
+    "sessions.tmpCount",
+];
+
 /// One series' move on one day (and dimension).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Move {
@@ -144,7 +166,8 @@ pub fn net(ws: WorkspaceId, before: &[Move], after: &[Move]) -> BTreeMap<Key, i6
         .map(|m| (m, -1))
         .chain(after.iter().map(|m| (m, 1)))
     {
-        *moves.entry(key(ws, m)).or_insert(0) += sign * m.delta;
+        let total = moves.entry(key(ws, m)).or_insert(0i64);
+        *total = total.saturating_add(sign * m.delta);
     }
     moves.retain(|_, d| *d != 0);
     moves
@@ -190,8 +213,11 @@ pub async fn read(
 /// Rebuilds a workspace's rollups from its records (contacts, deals and
 /// sessions; campaign results keep no per-day history, so their series are
 /// left as they are): for data loaded before rollups existed, or to check
-/// them. Each counter item is written with the recount; `progress` hears how
-/// many records were read. Answers the number of counter items written.
+/// them. Every counter item of those series is written with the recount (0
+/// where the records count nothing). Run it while nothing writes to the
+/// workspace: a write between its reads and its writes would be overwritten.
+/// `progress` hears how many records were read. Answers the number of
+/// counter items written.
 pub async fn rebuild(
     store: &dyn Store,
     ws: WorkspaceId,
@@ -224,7 +250,15 @@ pub async fn rebuild(
         moves.extend(of_session(&session));
         progress(1);
     }
-    let counts = net(ws, &[], &moves);
+    let mut counts = net(ws, &[], &moves);
+    // Items the recount does not name (a day that came to nothing) go to 0.
+    for series in RECORD_SERIES {
+        for item in read_up_to(store, all(keys::rollups(ws, series)), usize::MAX).await? {
+            if let Some(key) = Key::of(&item) {
+                counts.entry(key).or_insert(0);
+            }
+        }
+    }
     let written = counts.len();
     let puts: Vec<crate::store::Write> = counts
         .into_iter()

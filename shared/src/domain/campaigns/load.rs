@@ -10,6 +10,7 @@ use super::index::index_items;
 use super::record::{Campaign, CampaignStatus, HealthCheckData, ResultCounts};
 use super::write::{CampaignInput, WHAT, save};
 use crate::auth::Caller;
+use crate::domain::rollups;
 use crate::error::{ApiError, ApiResult};
 use crate::keys;
 use crate::load::{LineType, Loadable};
@@ -81,6 +82,7 @@ impl Loadable for CampaignLine {
     async fn load(self, store: &dyn Store, caller: &Caller) -> ApiResult<()> {
         let ws = caller.workspace_id;
         let key = keys::campaign(ws, self.id);
+        let now = crate::ids::now();
         let current: Option<Campaign> = record::get(store, &key, true).await?;
         let mut fields = current
             .as_ref()
@@ -116,11 +118,25 @@ impl Loadable for CampaignLine {
         next.derive();
         match &current {
             Some(stored) => {
-                save(store, caller, stored, next, "campaign.load", |_| {}).await?;
+                // The campaign series move by what the line changes, on the day it is loaded.
+                let (old, new) = (&stored.result_counts, &next.result_counts);
+                let before = rollups::of_campaign_report(&now, old.sent, old.read, old.answered);
+                let after = rollups::of_campaign_report(&now, new.sent, new.read, new.answered);
+                save(store, caller, stored, next, "campaign.load", |m| {
+                    rollups::stage(m, ws, &before, &after)
+                })
+                .await?;
             }
             None => {
                 let mut m = Mutation::new(caller);
                 m.create(&next)?.count(keys::counter(ws, LIST), 1);
+                let r = &next.result_counts;
+                rollups::stage(
+                    &mut m,
+                    ws,
+                    &[],
+                    &rollups::of_campaign_report(&now, r.sent, r.read, r.answered),
+                );
                 for item in index_items(&next) {
                     m.put_item(item);
                 }

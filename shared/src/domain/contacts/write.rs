@@ -146,6 +146,13 @@ pub async fn update(
     for key in new.difference(&old) {
         m.put_item(contact.index_item(key.clone()));
     }
+    // `contacts.new` counts contacts that are new, on their creation day.
+    crate::domain::rollups::stage(
+        &mut m,
+        ws,
+        &crate::domain::rollups::of_contact(&current),
+        &crate::domain::rollups::of_contact(&contact),
+    );
     match (current.fields.new_contact, contact.fields.new_contact) {
         (false, true) => m.count(keys::counter(ws, NEW_LIST), 1),
         (true, false) => m.count(keys::counter(ws, NEW_LIST), -1),

@@ -170,6 +170,8 @@ pub async fn process(store: &dyn Store, ws: WorkspaceId, job_id: &str) -> ApiRes
                     Ok(v) => {
                         entry.insert("value".into(), v);
                     }
+                    // The store failing is not the widget's: the job runs again.
+                    Err(e) if e.status.is_server_error() => return Err(e),
                     Err(e) => {
                         entry.insert("error".into(), e.message.into());
                         failed += 1;

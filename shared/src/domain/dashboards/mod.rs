@@ -334,10 +334,24 @@ pub async fn snapshot(
         caller.workspace_id,
         format!("{dashboard_id}.{}", snapshot.id),
     );
-    queue.send(&message).await.map_err(|e| {
+    if let Err(e) = queue.send(&message).await {
         tracing::error!(snapshot = %snapshot.id, error = %e, "could not queue a snapshot");
-        ApiError::unavailable("the snapshot was recorded but could not be queued; take it again")
-    })?;
+        // Not left `queued` for ever: it says it failed.
+        let mut failed = snapshot.clone();
+        if let Some(status) = failed.status.as_mut() {
+            status.insert("state".into(), "failed".into());
+        }
+        failed.error = Some("the snapshot could not be queued; take it again".into());
+        let mut m = Mutation::new(caller);
+        if m.update(&snapshot, &mut failed).is_ok() {
+            let _ = m
+                .commit(store, "snapshot.fail", "snapshot", &snapshot.id)
+                .await;
+        }
+        return Err(ApiError::unavailable(
+            "the snapshot was recorded but could not be queued; take it again",
+        ));
+    }
     Ok(snapshot)
 }
 

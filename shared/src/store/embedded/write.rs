@@ -150,7 +150,7 @@ fn apply(
                     i
                 });
                 let current = item.get(*attribute).and_then(Value::as_i64).unwrap_or(0);
-                item.insert((*attribute).into(), (current + delta).into());
+                item.insert((*attribute).into(), current.saturating_add(*delta).into());
                 put(items, indexes, defs, item)?
             }
         };
