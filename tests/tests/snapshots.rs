@@ -107,26 +107,7 @@ api_test! {
 
 /// Every counter item of the workspace's rollup series.
 async fn rollup_items(app: &TestApp) -> BTreeMap<Key, i64> {
-    let series = [
-        "contacts.created",
-        "contacts.new",
-        "deals.created",
-        "deals.createdValue",
-        "deals.won",
-        "deals.wonValue",
-        "deals.lost",
-        "deals.lostValue",
-        "deals.wonValueByPipeline",
-        "deals.wonValueByOperator",
-        "sessions.started",
-        "sessions.finished",
-        "sessions.tmaMs",
-        "sessions.tmaCount",
-        "sessions.tmeMs",
-        "sessions.tmeCount",
-        "sessions.tmpMs",
-        "sessions.tmpCount",
-    ];
+    let series = rollups::RECORD_SERIES;
     let mut out = BTreeMap::new();
     for s in series {
         let q = Query::new(

@@ -7,14 +7,14 @@ use validator::{Validate, ValidationErrors};
 
 use super::LIST;
 use super::index::index_items;
-use super::record::{Campaign, CampaignStatus, HealthCheckData, ResultCounts};
+use super::record::{Campaign, CampaignStatus, ResultCounts};
 use super::write::{CampaignInput, WHAT, save};
 use crate::auth::Caller;
 use crate::domain::rollups;
 use crate::error::{ApiError, ApiResult};
 use crate::keys;
 use crate::load::{LineType, Loadable};
-use crate::record::{self, Mutation, Stamps};
+use crate::record::{self, Mutation};
 use crate::store::Store;
 
 /// A `campaign` line of `crm load`: an existing campaign of a migration, its
@@ -92,24 +92,9 @@ impl Loadable for CampaignLine {
             return Err(ApiError::field("name", "is required"));
         }
         self.input.apply(&mut fields)?;
-        let mut next = current.clone().unwrap_or(Campaign {
-            id: self.id,
-            workspace_id: ws,
-            fields: fields.clone(),
-            status: self.status,
-            active: false,
-            chunks_count: 0,
-            progress: 0.0,
-            messages_processed: 0,
-            last_message_processed_at: None,
-            original_scheduled_to: None,
-            next_scheduled_to: None,
-            finished_at_prediction: None,
-            result_counts: ResultCounts::default(),
-            health_check_data: HealthCheckData::default(),
-            stamps: Stamps::new(),
-            version: 1,
-        });
+        let mut next = current
+            .clone()
+            .unwrap_or_else(|| Campaign::new(self.id, ws, fields.clone(), self.status));
         next.fields = fields;
         next.status = self.status;
         next.result_counts = self.result_counts;

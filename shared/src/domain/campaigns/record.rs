@@ -176,6 +176,35 @@ impl Record for Campaign {
 }
 
 impl Campaign {
+    /// A campaign as it starts: nothing processed, nothing reported.
+    pub fn new(
+        id: u64,
+        workspace_id: WorkspaceId,
+        fields: CampaignFields,
+        status: CampaignStatus,
+    ) -> Self {
+        let mut campaign = Campaign {
+            id,
+            workspace_id,
+            fields,
+            status,
+            active: false,
+            chunks_count: 0,
+            progress: 0.0,
+            messages_processed: 0,
+            last_message_processed_at: None,
+            original_scheduled_to: None,
+            next_scheduled_to: None,
+            finished_at_prediction: None,
+            result_counts: ResultCounts::default(),
+            health_check_data: HealthCheckData::default(),
+            stamps: Stamps::new(),
+            version: 1,
+        };
+        campaign.derive();
+        campaign
+    }
+
     /// The figures that follow from the fields: chunks, the finish forecast
     /// (from `scheduledTo`: every message and every pause between chunks),
     /// progress and `active`.

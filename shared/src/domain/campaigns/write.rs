@@ -7,12 +7,12 @@ use validator::Validate;
 
 use super::LIST;
 use super::index::{index_items, index_keys};
-use super::record::{Campaign, CampaignFields, CampaignStatus, HealthCheckData, ResultCounts};
+use super::record::{Campaign, CampaignFields, CampaignStatus};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::ids::{self, ClientTime};
 use crate::keys;
-use crate::record::{self, CommitError, Mutation, Stamps, with_fresh_id};
+use crate::record::{self, CommitError, Mutation, with_fresh_id};
 use crate::store::Store;
 use crate::validate::nullable;
 
@@ -150,25 +150,7 @@ pub async fn create(
     input.apply(&mut fields)?;
     let ws = caller.workspace_id;
     with_fresh_id(|id| {
-        let mut campaign = Campaign {
-            id,
-            workspace_id: ws,
-            fields: fields.clone(),
-            status: CampaignStatus::Draft,
-            active: false,
-            chunks_count: 0,
-            progress: 0.0,
-            messages_processed: 0,
-            last_message_processed_at: None,
-            original_scheduled_to: None,
-            next_scheduled_to: None,
-            finished_at_prediction: None,
-            result_counts: ResultCounts::default(),
-            health_check_data: HealthCheckData::default(),
-            stamps: Stamps::new(),
-            version: 1,
-        };
-        campaign.derive();
+        let campaign = Campaign::new(id, ws, fields.clone(), CampaignStatus::Draft);
         async move {
             let mut m = Mutation::new(caller);
             m.create(&campaign)?.count(keys::counter(ws, LIST), 1);
