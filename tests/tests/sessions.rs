@@ -127,7 +127,12 @@ api_test! {
 api_test! {
     /// Every filter alone and combined, over one set of sessions.
     async fn filters_sessions_by_every_parameter(app) {
-        let base = hours_ago(48);
+        // 01:00 UTC two days ago: every session of the set, and its replies, fall
+        // on that one day whatever the time the test runs (`answeredOnDay`).
+        let base = {
+            let day = (chrono::Utc::now() - chrono::Duration::days(2)).date_naive();
+            shared::ids::format_ts(&day.and_hms_opt(1, 0, 0).unwrap().and_utc())
+        };
         put(&app, "a", session(&at(&base, 0), "ana", 1, false)).await;
         put(&app, "b", session(&at(&base, 60), "rui", 2, true)).await;
         let mut c = session(&at(&base, 120), "ana", 3, false);
@@ -219,7 +224,10 @@ api_test! {
         };
         put(&app, "old", session(&last_month, "ana", 1, false)).await;
         let today = hours_ago(0);
-        let started = at(&today, -40);
+        // 40 minutes ago, but today (UTC) even just after midnight, so the
+        // windows below hold whatever the time the test runs.
+        let midnight = shared::ids::format_ts(&chrono::Utc::now().date_naive().and_hms_opt(0, 1, 0).unwrap().and_utc());
+        let started = at(&today, -40).max(midnight);
         put(&app, "new", session(&started, "ana", 2, false)).await;
 
         let q = |query: &str| {
