@@ -29,8 +29,9 @@ enum Command {
     Serve(Serve),
     /// Create the DynamoDB table and its indexes (CRM_TABLE, CRM_DYNAMODB_ENDPOINT).
     CreateTable,
-    /// Load organizations, contact-organization links and conversations from a
-    /// JSON-lines file into a workspace (see docs/design.md#loading-records).
+    /// Load records from a JSON-lines file into a workspace: organizations and
+    /// their contacts, conversations, products, custom fields, business hours,
+    /// sessions and campaigns (see docs/design.md#loading-records-crm-load).
     Load(Load),
     /// Rebuild a workspace's rollups (the daily counts behind dashboard
     /// snapshots) from its contacts, deals and sessions.
@@ -44,16 +45,35 @@ enum Command {
     },
 }
 
+/// The workspace and store an operator command works on.
 #[derive(Args)]
-struct Rollups {
+struct Target {
+    /// The workspace.
     #[arg(long, default_value_t = 1)]
     workspace: u64,
     /// The embedded store's folder (stop `crm serve` on it first).
     #[arg(long, default_value = ".crm-data", conflicts_with = "dynamodb")]
     data: PathBuf,
-    /// Rebuild in DynamoDB instead (CRM_TABLE, CRM_DYNAMODB_ENDPOINT).
+    /// Work on DynamoDB instead (CRM_TABLE, CRM_DYNAMODB_ENDPOINT).
     #[arg(long)]
     dynamodb: bool,
+}
+
+impl Target {
+    async fn store(&self) -> Result<SharedStore, String> {
+        if self.dynamodb {
+            return Ok(Arc::new(Config::from_env().dynamo_store().await));
+        }
+        let store = EmbeddedStore::open(&self.data, keys::GSIS)
+            .map_err(|e| format!("cannot open the store in {}: {e}", self.data.display()))?;
+        Ok(Arc::new(store))
+    }
+}
+
+#[derive(Args)]
+struct Rollups {
+    #[command(flatten)]
+    target: Target,
 }
 
 #[derive(Args)]
@@ -77,15 +97,8 @@ struct Serve {
 struct Load {
     /// The JSON-lines file (one record a line).
     file: PathBuf,
-    /// The workspace that receives the records.
-    #[arg(long, default_value_t = 1)]
-    workspace: u64,
-    /// The embedded store's folder (stop `crm serve` on it first).
-    #[arg(long, default_value = ".crm-data", conflicts_with = "dynamodb")]
-    data: PathBuf,
-    /// Load into DynamoDB instead (CRM_TABLE, CRM_DYNAMODB_ENDPOINT).
-    #[arg(long)]
-    dynamodb: bool,
+    #[command(flatten)]
+    target: Target,
     /// Move every time of the file by one amount, so that its latest is now
     /// (demo data stays "recent" whenever it is loaded).
     #[arg(long)]
@@ -230,23 +243,16 @@ async fn load(args: Load) -> Result<(), String> {
     if args.shift_times {
         text = crm::shift_times(&text, shared::ids::now());
     }
-    let store: SharedStore = if args.dynamodb {
-        Arc::new(Config::from_env().dynamo_store().await)
-    } else {
-        Arc::new(
-            EmbeddedStore::open(&args.data, keys::GSIS)
-                .map_err(|e| format!("cannot open the store in {}: {e}", args.data.display()))?,
-        )
-    };
+    let store = args.target.store().await?;
     shared::record::find::<workspaces::Workspace>(
         store.as_ref(),
-        &keys::workspace(args.workspace.into()),
+        &keys::workspace(args.target.workspace.into()),
         true,
         "workspace",
     )
     .await
-    .map_err(|_| format!("workspace {} does not exist", args.workspace))?;
-    let caller = shared::auth::Caller::system(args.workspace, "load");
+    .map_err(|_| format!("workspace {} does not exist", args.target.workspace))?;
+    let caller = shared::auth::Caller::system(args.target.workspace, "load");
 
     let lines: Vec<(usize, &str)> = text
         .lines()
@@ -274,7 +280,7 @@ async fn load(args: Load) -> Result<(), String> {
         .collect();
     eprintln!(
         "Loaded into workspace {}: {}.",
-        args.workspace,
+        args.target.workspace,
         if summary.is_empty() {
             "nothing".to_owned()
         } else {
@@ -288,25 +294,19 @@ async fn load(args: Load) -> Result<(), String> {
 }
 
 async fn rollups(args: Rollups) -> Result<(), String> {
-    let store: SharedStore = if args.dynamodb {
-        Arc::new(Config::from_env().dynamo_store().await)
-    } else {
-        Arc::new(
-            EmbeddedStore::open(&args.data, keys::GSIS)
-                .map_err(|e| format!("cannot open the store in {}: {e}", args.data.display()))?,
-        )
-    };
+    let store = args.target.store().await?;
     let progress = indicatif::ProgressBar::new_spinner();
     progress.set_message("records read");
-    let written = shared::domain::rollups::rebuild(store.as_ref(), args.workspace.into(), &|n| {
-        progress.inc(n)
-    })
-    .await
-    .map_err(|e| e.message)?;
+    let written =
+        shared::domain::rollups::rebuild(store.as_ref(), args.target.workspace.into(), &|n| {
+            progress.inc(n)
+        })
+        .await
+        .map_err(|e| e.message)?;
     progress.finish_and_clear();
     eprintln!(
         "Rebuilt the rollups of workspace {} from {} records: {written} daily counts.",
-        args.workspace,
+        args.target.workspace,
         progress.position()
     );
     Ok(())
