@@ -19,7 +19,14 @@ pub fn groups() -> Vec<Group> {
         audit::group(),
         reports::group(),
         campaigns::group(),
+        api_docs::group(),
     ]
+}
+
+/// The OpenAPI document of every group, as docs/openapi.json holds it.
+pub fn openapi() -> String {
+    let document = http::openapi::document(&groups());
+    serde_json::to_string_pretty(&document).expect("a document is JSON")
 }
 
 /// Every route of every group on one Router.

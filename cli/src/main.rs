@@ -36,6 +36,9 @@ enum Command {
     /// Rebuild a workspace's rollups (the daily counts behind dashboard
     /// snapshots) from its contacts, deals and sessions.
     Rollups(Rollups),
+    /// Print the OpenAPI 3.1 document of every route, generated from the groups
+    /// (docs/openapi.json is this output; `GET /openapi.json` serves it).
+    Openapi,
     /// Create workspace 1 and an admin token in the DynamoDB table, unless present.
     /// The token is CRM_BOOTSTRAP_TOKEN when set, otherwise random and printed once.
     Bootstrap {
@@ -135,6 +138,10 @@ async fn main() {
         Command::CreateTable => create_table().await,
         Command::Load(args) => load(args).await,
         Command::Rollups(args) => rollups(args).await,
+        Command::Openapi => {
+            println!("{}", crm::openapi());
+            Ok(())
+        }
         Command::Bootstrap { name } => {
             bootstrap(Arc::new(Config::from_env().dynamo_store().await), &name)
                 .await

@@ -24,7 +24,7 @@ use crate::store::Key;
 pub const TOKEN_PREFIX: &str = "crm_";
 const TOKEN_RANDOM_CHARS: usize = 40;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Scope {
     /// Operator endpoints: workspaces, the admin audit, admin tokens.
@@ -68,13 +68,14 @@ impl Caller {
 }
 
 /// The stored side of a token: keyed by the SHA-256 of the secret.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TokenSecret {
     pub sha256: String,
     pub workspace_id: WorkspaceId,
     pub token_id: String,
     pub scopes: Vec<Scope>,
+    #[schemars(with = "Option<crate::ids::Timestamp>")]
     #[serde(
         default,
         with = "ids::ts_format::option",
@@ -122,6 +123,10 @@ impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        // Authenticated already (by the Idempotency-Key middleware): no second read.
+        if let Some(caller) = parts.extensions.get::<Caller>() {
+            return Ok(caller.clone());
+        }
         let token = bearer(parts)?;
         let invalid = || ApiError::unauthorized("invalid or revoked token");
         if !token.starts_with(TOKEN_PREFIX) || token.len() > 200 {

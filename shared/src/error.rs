@@ -13,7 +13,7 @@ use validator::{ValidationErrors, ValidationErrorsKind};
 use crate::store::StoreError;
 
 /// One problem with one input field.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct FieldProblem {
     pub field: String,
     pub problem: String,
@@ -83,6 +83,11 @@ impl ApiError {
             ..Self::new(StatusCode::SERVICE_UNAVAILABLE, message)
         }
     }
+    /// Tells the client how many seconds to wait before retrying.
+    pub fn retry_after(mut self, seconds: u32) -> Self {
+        self.retry_after = Some(seconds);
+        self
+    }
     /// A bug. The cause is logged here; the client sees an opaque message.
     pub fn internal(cause: impl std::fmt::Display) -> Self {
         tracing::error!(request_id = %crate::context::current_request_id(), cause = %cause, "internal error");
@@ -118,13 +123,16 @@ impl From<StoreError> for ApiError {
     }
 }
 
-#[derive(Serialize)]
+/// The one error shape of the API.
+#[derive(Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct ErrorBody<'a> {
+#[schemars(rename = "Error")]
+pub(crate) struct ErrorBody<'a> {
     status_code: u16,
     error: &'a str,
     message: &'a str,
-    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    /// One entry per field at fault (400 only).
+    #[serde(default, skip_serializing_if = "<[_]>::is_empty")]
     details: &'a [FieldProblem],
     request_id: String,
 }

@@ -89,7 +89,17 @@ pub fn padded(id: u64) -> String {
 /// id can never be passed where an entity id is expected (or the reverse): the
 /// key builders take it first, and no key of a tenant can be built without it.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
 )]
 #[serde(transparent)]
 pub struct WorkspaceId(pub u64);
@@ -178,6 +188,31 @@ impl<'de> serde::Deserialize<'de> for ClientTime {
         parse_ts(&text)
             .map(|t| ClientTime(DateTime::from_timestamp_millis(t.timestamp_millis()).unwrap_or(t)))
             .ok_or_else(|| serde::de::Error::custom(BAD_TIME))
+    }
+}
+
+impl schemars::JsonSchema for ClientTime {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ClientTime".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "An RFC 3339 date-time, or a date (midnight UTC).",
+            "anyOf": [{ "format": "date-time" }, { "format": "date" }],
+        })
+    }
+}
+
+/// The schema of an id written by [`id_string`]: a string of digits.
+pub struct IdString;
+
+impl schemars::JsonSchema for IdString {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "IdString".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "string", "pattern": "^[0-9]{1,20}$" })
     }
 }
 

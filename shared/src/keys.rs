@@ -350,6 +350,11 @@ pub fn churn_reason(folded: &str) -> Key {
     Key::new(CHURN_REASONS, folded)
 }
 
+/// The record of one `Idempotency-Key` (its SHA-256) of a workspace.
+pub fn idempotency(ws: WorkspaceId, key_sha256: &str) -> Key {
+    Key::new(collection(ws, "IDEMPOTENCY"), key_sha256)
+}
+
 pub fn redirect_session(ws: WorkspaceId, key: &str) -> Key {
     Key::new(collection(ws, "REDIRECT"), key)
 }

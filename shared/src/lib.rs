@@ -8,6 +8,7 @@ pub mod context;
 pub mod domain;
 pub mod error;
 pub mod http;
+pub mod idempotency;
 pub mod ids;
 pub mod keys;
 pub mod lambda;

@@ -19,10 +19,14 @@ use crate::store::{Item, Query, Store};
 pub const MAX_WINDOW: u64 = 10_000;
 
 /// The query of a `/v3` list that has no filters.
-#[derive(Debug, Deserialize, validator::Validate)]
+#[derive(Debug, Deserialize, validator::Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OffsetQuery {
+    /// Records per page (default 20).
+    #[schemars(range(min = 1, max = 500), extend("default" = 20))]
     pub limit: Option<u64>,
+    /// Records to skip; `offset + limit` is at most 10,000 (narrow with filters beyond).
+    #[schemars(range(max = 9999), extend("default" = 0))]
     pub offset: Option<u64>,
 }
 
@@ -33,9 +37,11 @@ impl OffsetQuery {
 }
 
 /// The query of a `/v1` list that has no filters.
-#[derive(Debug, Deserialize, validator::Validate)]
+#[derive(Debug, Deserialize, validator::Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CursorQuery {
+    /// Records per page (default 10).
+    #[schemars(range(min = 1, max = 100), extend("default" = 10))]
     pub limit: Option<u64>,
     pub cursor: Option<String>,
 }
@@ -120,8 +126,9 @@ impl CursorPaging {
 }
 
 /// The `/v3` list envelope.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "{T}List")]
 pub struct ListPage<T> {
     /// Absent where the spec says a list does not return it (contact search).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -130,8 +137,9 @@ pub struct ListPage<T> {
 }
 
 /// The `/v1` list envelope. `nextCursor` is empty on the last page.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "{T}CursorPage")]
 pub struct CursorPage<T> {
     pub data: Vec<T>,
     pub next_cursor: String,

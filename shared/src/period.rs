@@ -16,7 +16,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::ids::Timestamp;
 
 /// The `date` presets of the deal list.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DatePreset {
     All,
@@ -28,7 +28,7 @@ pub enum DatePreset {
 }
 
 /// The `period` presets of the deal list and the session reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Period {
     Today,

@@ -26,6 +26,11 @@ pub struct QuerySpec {
     pub groups: &'static [&'static str],
 }
 
+/// A query type read in the grouped forms; `http::Grouped<T>` extracts it.
+pub trait GroupedQuery: DeserializeOwned {
+    const SPEC: QuerySpec;
+}
+
 /// Parses a raw query string in every form described above into `T`.
 pub fn parse<T: DeserializeOwned>(raw: &str, spec: &QuerySpec) -> ApiResult<T> {
     let object = flatten(raw, spec)?;

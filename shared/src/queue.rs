@@ -23,7 +23,7 @@ use crate::store::{Index, Item, PK, Query, SK, SharedStore, SkRange, Store, TYPE
 ///
 /// `kind` is absent only from messages queued before jobs had kinds (they were
 /// all contact imports); the runner reads them as such.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct JobMessage {
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -236,8 +236,14 @@ impl TestApp {
             .await
             .expect("a body")
             .to_bytes();
+        let json = headers
+            .get(http::header::CONTENT_TYPE)
+            .is_none_or(|v| v.as_bytes().starts_with(b"application/json"));
         let body = if bytes.is_empty() {
             Value::Null
+        } else if !json {
+            // The reference page and its files: text, not JSON.
+            Value::String(String::from_utf8_lossy(&bytes).into_owned())
         } else {
             serde_json::from_slice(&bytes).unwrap_or_else(|e| {
                 panic!("a JSON body ({e}): {}", String::from_utf8_lossy(&bytes))

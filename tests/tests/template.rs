@@ -61,7 +61,7 @@ fn template_routes_are_the_served_routes() {
         .flat_map(|g| {
             g.routes()
                 .iter()
-                .map(move |(m, p)| (g.name.to_owned(), m.to_string(), (*p).to_owned()))
+                .map(move |r| (g.name.to_owned(), r.method.to_string(), r.path.to_owned()))
         })
         .collect();
     let declared = template_routes(&template());

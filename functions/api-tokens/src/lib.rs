@@ -2,10 +2,9 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::response::Response;
 use shared::auth::Caller;
 use shared::domain::tokens::{self, CreateToken, TokenView};
-use shared::http::{AppState, Body, Group, Params, PathKey, Reply, created};
+use shared::http::{AppState, Body, Created, Group, Params, PathKey, Reply, created};
 use shared::page::{ListPage, OffsetQuery};
 
 pub fn group() -> Group {
@@ -19,7 +18,7 @@ async fn create(
     State(s): State<AppState>,
     caller: Caller,
     Body(input): Body<CreateToken>,
-) -> Result<Response, shared::ApiError> {
+) -> Result<Created<TokenView>, shared::ApiError> {
     let issued = tokens::create(s.store.as_ref(), &caller, input).await?;
     Ok(created(issued.view()))
 }

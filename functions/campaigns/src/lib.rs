@@ -2,15 +2,13 @@
 //! extensions that draft, edit, move and credit campaigns.
 
 use axum::Json;
-use axum::extract::{RawPathParams, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::extract::State;
 use shared::auth::Caller;
 use shared::domain::campaigns::{
     self, Action, Campaign, CampaignInput, CampaignQuery, ResultsReport,
 };
 use shared::http::{
-    AppState, Body, Group, Params, PathId, Reply, created, numeric_param, text_param,
+    AppState, Body, Created, Group, InPath, Params, PathId, PathParam, Reply, Saved, created,
 };
 use shared::page::ListPage;
 
@@ -37,7 +35,7 @@ async fn create(
     State(s): State<AppState>,
     caller: Caller,
     Body(input): Body<CampaignInput>,
-) -> Result<Response, shared::ApiError> {
+) -> Result<Created<Campaign>, shared::ApiError> {
     Ok(created(
         campaigns::create(s.store.as_ref(), &caller, input).await?,
     ))
@@ -63,10 +61,9 @@ async fn update(
 async fn transition(
     State(s): State<AppState>,
     caller: Caller,
-    params: RawPathParams,
-) -> Result<Response, shared::ApiError> {
-    let id = numeric_param(&params, "id")?;
-    let action = Action::parse(&text_param(&params, "action")?)?;
+    InPath(id): InPath<CampaignId>,
+    InPath(action): InPath<CampaignAction>,
+) -> Result<Created<Campaign>, shared::ApiError> {
     Ok(created(
         campaigns::transition(s.store.as_ref(), &caller, id, action).await?,
     ))
@@ -78,12 +75,29 @@ async fn results(
     caller: Caller,
     PathId(id): PathId,
     Body(report): Body<ResultsReport>,
-) -> Result<Response, shared::ApiError> {
+) -> Result<Saved<Campaign>, shared::ApiError> {
     let (campaign, counted) = campaigns::report(s.store.as_ref(), &caller, id, report).await?;
-    let status = if counted {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    Ok((status, Json(campaign)).into_response())
+    Ok(Saved {
+        body: campaign,
+        created: counted,
+    })
+}
+
+shared::numeric_path_param!(CampaignId, "id");
+
+/// `{action}`: one of the lifecycle's moves; any other is 404.
+struct CampaignAction;
+
+impl PathParam for CampaignAction {
+    const NAME: &'static str = "action";
+    type Value = Action;
+    fn parse(raw: &str) -> Result<Action, shared::ApiError> {
+        Action::parse(raw)
+    }
+    fn schema() -> serde_json::Value {
+        serde_json::json!({
+            "type": "string",
+            "enum": ["schedule", "start", "pause", "resume", "cancel", "finish", "fail"],
+        })
+    }
 }

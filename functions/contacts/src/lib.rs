@@ -3,8 +3,6 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::{HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
 use shared::ApiError;
 use shared::auth::Caller;
 use shared::domain::contacts::{
@@ -12,7 +10,7 @@ use shared::domain::contacts::{
     Creation, V1Query, WindowQuery,
 };
 use shared::domain::imports::{self, ImportJobView, ImportRequest};
-use shared::http::{AppState, Body, Group, Params, PathId, PathKey, Reply, created};
+use shared::http::{AppState, Body, Created, Group, Params, PathId, PathKey, Reply, created};
 use shared::page::{CursorPage, ListPage};
 
 pub fn group() -> Group {
@@ -45,7 +43,7 @@ async fn create(
     State(s): State<AppState>,
     caller: Caller,
     Body(input): Body<ContactInput>,
-) -> Result<Response, ApiError> {
+) -> Result<Created<ContactV3>, ApiError> {
     let contact = contacts::create(s.store.as_ref(), &caller, input, Creation::Api).await?;
     Ok(created(ContactV3::from(contact)))
 }
@@ -67,14 +65,10 @@ async fn find_or_create(
     State(s): State<AppState>,
     caller: Caller,
     Body(input): Body<ContactInput>,
-) -> Result<Response, ApiError> {
+) -> Result<Created<ContactV3>, ApiError> {
     let (contact, was_created) = contacts::find_or_create(s.store.as_ref(), &caller, input).await?;
-    let mut response = (StatusCode::CREATED, Json(ContactV3::from(contact))).into_response();
-    response.headers_mut().insert(
-        "x-contact-created",
-        HeaderValue::from_static(if was_created { "true" } else { "false" }),
-    );
-    Ok(response)
+    let was_created = if was_created { "true" } else { "false" };
+    Ok(created(ContactV3::from(contact)).with_header("x-contact-created", was_created))
 }
 
 async fn get(State(s): State<AppState>, caller: Caller, PathId(id): PathId) -> Reply<ContactV3> {
@@ -112,7 +106,7 @@ async fn create_v1(
     State(s): State<AppState>,
     caller: Caller,
     Body(input): Body<ContactInputV1>,
-) -> Result<Response, ApiError> {
+) -> Result<Created<ContactV1>, ApiError> {
     let contact =
         contacts::create(s.store.as_ref(), &caller, input.try_into()?, Creation::Api).await?;
     Ok(created(ContactV1::from(contact)))
@@ -142,7 +136,7 @@ async fn import(
     State(s): State<AppState>,
     caller: Caller,
     Body(request): Body<ImportRequest>,
-) -> Result<Response, ApiError> {
+) -> Result<Created<ImportJobView>, ApiError> {
     let job = imports::start(s.store.as_ref(), s.jobs()?, &caller, request).await?;
     Ok(created(ImportJobView::from(job)))
 }

@@ -1,12 +1,11 @@
 //! The dashboards group: dashboards and their snapshots.
 
 use axum::Json;
-use axum::extract::{RawPathParams, State};
-use axum::response::Response;
+use axum::extract::State;
 use shared::ApiError;
 use shared::auth::Caller;
 use shared::domain::dashboards::{self, CreateDashboard, CreateSnapshot, DashboardView, Snapshot};
-use shared::http::{AppState, Body, Group, Params, Reply, created, numeric_param, text_param};
+use shared::http::{AppState, Body, Created, Group, InPath, Params, Reply, created};
 use shared::page::{ListPage, OffsetQuery};
 
 pub fn group() -> Group {
@@ -22,7 +21,7 @@ async fn create(
     State(s): State<AppState>,
     caller: Caller,
     Body(input): Body<CreateDashboard>,
-) -> Result<Response, ApiError> {
+) -> Result<Created<DashboardView>, ApiError> {
     Ok(created(DashboardView::from(
         dashboards::create(s.store.as_ref(), &caller, input).await?,
     )))
@@ -31,9 +30,8 @@ async fn create(
 async fn get(
     State(s): State<AppState>,
     caller: Caller,
-    path: RawPathParams,
+    InPath(id): InPath<DashboardId>,
 ) -> Reply<DashboardView> {
-    let id = numeric_param(&path, "dashboardId")?;
     Ok(Json(
         dashboards::get(s.store.as_ref(), &caller, id).await?.into(),
     ))
@@ -42,10 +40,9 @@ async fn get(
 async fn snapshot(
     State(s): State<AppState>,
     caller: Caller,
-    path: RawPathParams,
+    InPath(id): InPath<DashboardId>,
     Body(input): Body<CreateSnapshot>,
-) -> Result<Response, ApiError> {
-    let id = numeric_param(&path, "dashboardId")?;
+) -> Result<Created<Snapshot>, ApiError> {
     Ok(created(
         dashboards::snapshot(s.store.as_ref(), s.jobs()?, &caller, id, input).await?,
     ))
@@ -54,10 +51,9 @@ async fn snapshot(
 async fn snapshots(
     State(s): State<AppState>,
     caller: Caller,
-    path: RawPathParams,
+    InPath(id): InPath<DashboardId>,
     Params(q): Params<OffsetQuery>,
 ) -> Reply<ListPage<Snapshot>> {
-    let id = numeric_param(&path, "dashboardId")?;
     Ok(Json(
         dashboards::snapshots(s.store.as_ref(), &caller, id, q.paging()?).await?,
     ))
@@ -66,11 +62,13 @@ async fn snapshots(
 async fn get_snapshot(
     State(s): State<AppState>,
     caller: Caller,
-    path: RawPathParams,
+    InPath(dashboard): InPath<DashboardId>,
+    InPath(id): InPath<SnapshotId>,
 ) -> Reply<Snapshot> {
-    let dashboard = numeric_param(&path, "dashboardId")?;
-    let id = text_param(&path, "id")?;
     Ok(Json(
         dashboards::get_snapshot(s.store.as_ref(), &caller, dashboard, &id).await?,
     ))
 }
+
+shared::numeric_path_param!(DashboardId, "dashboardId");
+shared::text_path_param!(SnapshotId, "id");

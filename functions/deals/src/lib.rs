@@ -1,12 +1,11 @@
 //! The deals group: `/v3/deals`, with filters in flat and nested forms.
 
 use axum::Json;
-use axum::extract::{RawQuery, State};
-use axum::response::Response;
+use axum::extract::State;
 use shared::ApiError;
 use shared::auth::Caller;
-use shared::domain::deals::{self, DealInput, DealView};
-use shared::http::{AppState, Body, Group, PathId, PathKey, Reply, created};
+use shared::domain::deals::{self, DealInput, DealQuery, DealView};
+use shared::http::{AppState, Body, Created, Group, Grouped, PathId, PathKey, Reply, created};
 use shared::page::ListPage;
 
 pub fn group() -> Group {
@@ -20,9 +19,8 @@ pub fn group() -> Group {
 async fn list(
     State(s): State<AppState>,
     caller: Caller,
-    RawQuery(query): RawQuery,
+    Grouped(q): Grouped<DealQuery>,
 ) -> Reply<ListPage<DealView>> {
-    let q = deals::parse_query(query.as_deref().unwrap_or(""))?;
     Ok(Json(
         deals::list(s.store.as_ref(), &caller, q)
             .await?
@@ -34,7 +32,7 @@ async fn create(
     State(s): State<AppState>,
     caller: Caller,
     Body(input): Body<DealInput>,
-) -> Result<Response, ApiError> {
+) -> Result<Created<DealView>, ApiError> {
     Ok(created(DealView::from(
         deals::create(s.store.as_ref(), &caller, input).await?,
     )))

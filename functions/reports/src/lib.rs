@@ -2,12 +2,10 @@
 //! extension through which the messaging side brings sessions in.
 
 use axum::Json;
-use axum::extract::{RawQuery, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::extract::State;
 use shared::auth::Caller;
-use shared::domain::sessions::{self, Session, SessionInput, SessionList};
-use shared::http::{AppState, Body, Group, PathKey, Reply};
+use shared::domain::sessions::{self, Session, SessionInput, SessionList, SessionQuery};
+use shared::http::{AppState, Body, Group, Grouped, PathKey, Reply, Saved};
 
 pub fn group() -> Group {
     Group::new("reports")
@@ -19,9 +17,8 @@ pub fn group() -> Group {
 async fn list(
     State(s): State<AppState>,
     caller: Caller,
-    RawQuery(query): RawQuery,
+    Grouped(q): Grouped<SessionQuery>,
 ) -> Reply<SessionList> {
-    let q = sessions::parse_query(query.as_deref().unwrap_or(""))?;
     Ok(Json(sessions::list(s.store.as_ref(), &caller, q).await?))
 }
 
@@ -36,12 +33,10 @@ async fn put(
     caller: Caller,
     PathKey(id): PathKey,
     Body(input): Body<SessionInput>,
-) -> Result<Response, shared::ApiError> {
+) -> Result<Saved<Session>, shared::ApiError> {
     let (session, created) = sessions::put(s.store.as_ref(), &caller, &id, input).await?;
-    let status = if created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    Ok((status, Json(session)).into_response())
+    Ok(Saved {
+        body: session,
+        created,
+    })
 }

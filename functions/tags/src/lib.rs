@@ -2,10 +2,11 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::response::Response;
 use shared::auth::Caller;
 use shared::domain::tags::{self, CreateTag, CreateTagV1, PatchTag, PatchTagV1, TagV1, TagV3};
-use shared::http::{AppState, Body, Group, Params, PathId, Reply, created, next_link};
+use shared::http::{
+    AppState, Body, Created, Group, Linked, Params, PathId, Reply, created, next_link,
+};
 use shared::page::{CursorQuery, ListPage, OffsetQuery};
 
 pub fn group() -> Group {
@@ -38,7 +39,7 @@ async fn create(
     State(s): State<AppState>,
     caller: Caller,
     Body(input): Body<CreateTag>,
-) -> Result<Response, shared::ApiError> {
+) -> Result<Created<TagV3>, shared::ApiError> {
     let tag = tags::create(s.store.as_ref(), &caller, input).await?;
     Ok(created(TagV3::from(tag)))
 }
@@ -72,7 +73,7 @@ async fn list_v1(
     State(s): State<AppState>,
     caller: Caller,
     Params(q): Params<CursorQuery>,
-) -> Result<Response, shared::ApiError> {
+) -> Result<Linked<TagV1>, shared::ApiError> {
     let paging = q.paging()?;
     let limit = paging.limit;
     let page = tags::list_after(s.store.as_ref(), &caller, paging).await?;
@@ -84,7 +85,7 @@ async fn create_v1(
     State(s): State<AppState>,
     caller: Caller,
     Body(input): Body<CreateTagV1>,
-) -> Result<Response, shared::ApiError> {
+) -> Result<Created<TagV1>, shared::ApiError> {
     let tag = tags::create(s.store.as_ref(), &caller, input.into()).await?;
     Ok(created(TagV1::from(tag)))
 }

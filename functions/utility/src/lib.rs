@@ -2,14 +2,13 @@
 //! redirect sessions and page refreshes.
 
 use axum::Json;
-use axum::extract::{RawPathParams, State};
-use axum::response::Response;
+use axum::extract::State;
 use shared::auth::Caller;
 use shared::domain::billing::{self, OrderView};
 use shared::domain::redirects::{self, CreateRedirectSession, RedirectSessionView};
 use shared::domain::utility::{self, StoreCheck, Time, UtcTime};
 use shared::domain::workspaces::{self, RefreshPage, RefreshRequested};
-use shared::http::{AppState, Body, Group, MaybeBody, Params, Reply, created, text_param};
+use shared::http::{AppState, Body, Created, Group, InPath, MaybeBody, Params, Reply, created};
 use shared::page::{ListPage, OffsetQuery};
 
 pub fn group() -> Group {
@@ -52,7 +51,7 @@ async fn create_redirect(
     State(s): State<AppState>,
     caller: Caller,
     Body(input): Body<CreateRedirectSession>,
-) -> Result<Response, shared::ApiError> {
+) -> Result<Created<RedirectSessionView>, shared::ApiError> {
     let session = redirects::create(s.store.as_ref(), &caller, input).await?;
     Ok(created(RedirectSessionView::from(session)))
 }
@@ -61,9 +60,8 @@ async fn create_redirect(
 async fn take_redirect(
     State(s): State<AppState>,
     caller: Caller,
-    params: RawPathParams,
+    InPath(key): InPath<RedirectKey>,
 ) -> Reply<RedirectSessionView> {
-    let key = text_param(&params, "key")?;
     Ok(Json(
         redirects::take(s.store.as_ref(), &caller, &key)
             .await?
@@ -77,8 +75,10 @@ async fn refresh_page(
     State(s): State<AppState>,
     caller: Caller,
     MaybeBody(_body): MaybeBody<RefreshPage>,
-) -> Result<Response, shared::ApiError> {
+) -> Result<Created<RefreshRequested>, shared::ApiError> {
     let refreshed: RefreshRequested =
         workspaces::request_refresh(s.store.as_ref(), &caller).await?;
     Ok(created(refreshed))
 }
+
+shared::text_path_param!(RedirectKey, "key");

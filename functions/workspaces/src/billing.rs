@@ -1,19 +1,18 @@
 //! Checkout links: create, read, deactivate, and (admin) complete into an order.
 
 use axum::Json;
-use axum::extract::{RawPathParams, State};
-use axum::response::Response;
+use axum::extract::State;
 use shared::auth::Caller;
 use shared::domain::billing::{
     self, CheckoutLinkView, CompleteCheckout, CreateCheckoutLink, OrderView,
 };
-use shared::http::{AppState, Body, MaybeBody, Reply, created, text_param};
+use shared::http::{AppState, Body, Created, InPath, MaybeBody, Reply, created};
 
 pub async fn create_link(
     State(s): State<AppState>,
     caller: Caller,
     Body(input): Body<CreateCheckoutLink>,
-) -> Result<Response, shared::ApiError> {
+) -> Result<Created<CheckoutLinkView>, shared::ApiError> {
     let link = billing::create(s.store.as_ref(), &caller, input).await?;
     Ok(created(CheckoutLinkView::from(link)))
 }
@@ -21,9 +20,8 @@ pub async fn create_link(
 pub async fn get_link(
     State(s): State<AppState>,
     caller: Caller,
-    params: RawPathParams,
+    InPath(code): InPath<CheckoutCode>,
 ) -> Reply<CheckoutLinkView> {
-    let code = text_param(&params, "code")?;
     Ok(Json(
         billing::get(s.store.as_ref(), &caller, &code).await?.into(),
     ))
@@ -32,9 +30,8 @@ pub async fn get_link(
 pub async fn deactivate_link(
     State(s): State<AppState>,
     caller: Caller,
-    params: RawPathParams,
+    InPath(code): InPath<CheckoutCode>,
 ) -> Reply<CheckoutLinkView> {
-    let code = text_param(&params, "code")?;
     Ok(Json(
         billing::deactivate(s.store.as_ref(), &caller, &code)
             .await?
@@ -46,11 +43,12 @@ pub async fn deactivate_link(
 pub async fn complete_link(
     State(s): State<AppState>,
     caller: Caller,
-    params: RawPathParams,
+    InPath(code): InPath<CheckoutCode>,
     MaybeBody(input): MaybeBody<CompleteCheckout>,
-) -> Result<Response, shared::ApiError> {
-    let code = text_param(&params, "code")?;
+) -> Result<Created<OrderView>, shared::ApiError> {
     let order =
         billing::complete(s.store.as_ref(), &caller, &code, input.unwrap_or_default()).await?;
     Ok(created(OrderView::from(order)))
 }
+
+shared::text_path_param!(CheckoutCode, "code");

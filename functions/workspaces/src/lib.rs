@@ -6,12 +6,15 @@ mod billing;
 
 use axum::Json;
 use axum::extract::State;
-use axum::response::{IntoResponse, Response};
 use shared::auth::Caller;
 use shared::domain::churn::{self, AddReasons, ChurnReasonView, ReasonParam};
 use shared::domain::welcome::{self, SendWelcome, WelcomeMessage};
-use shared::domain::workspaces::{self, CreateWorkspace, Environment, WorkspaceView};
-use shared::http::{AppState, Body, Group, MaybeBody, Params, PathId, PathKey, Reply, created};
+use shared::domain::workspaces::{
+    self, CreateWorkspace, CreatedWorkspace, Environment, WorkspaceView,
+};
+use shared::http::{
+    AppState, Body, Created, Group, MaybeBody, Params, PathId, PathKey, Reply, created,
+};
 use shared::page::ListPage;
 
 pub fn group() -> Group {
@@ -53,7 +56,7 @@ async fn create(
     State(s): State<AppState>,
     caller: Caller,
     Body(input): Body<CreateWorkspace>,
-) -> Result<Response, shared::ApiError> {
+) -> Result<Created<CreatedWorkspace>, shared::ApiError> {
     Ok(created(
         workspaces::create(s.store.as_ref(), &caller, input).await?,
     ))
@@ -64,7 +67,7 @@ async fn promote_testing(
     State(s): State<AppState>,
     caller: Caller,
     PathId(id): PathId,
-) -> Result<Response, shared::ApiError> {
+) -> Result<Created<WorkspaceView>, shared::ApiError> {
     let workspace = workspaces::set_environment(
         s.store.as_ref(),
         &caller,
@@ -80,7 +83,7 @@ async fn demote_testing(
     State(s): State<AppState>,
     caller: Caller,
     PathId(id): PathId,
-) -> Result<Response, shared::ApiError> {
+) -> Result<Created<WorkspaceView>, shared::ApiError> {
     let workspace = workspaces::set_environment(
         s.store.as_ref(),
         &caller,
@@ -97,14 +100,10 @@ async fn send_welcome(
     State(s): State<AppState>,
     caller: Caller,
     Body(input): Body<SendWelcome>,
-) -> Result<Response, shared::ApiError> {
+) -> Result<Created<WelcomeMessage>, shared::ApiError> {
     let sending = welcome::send(s.store.as_ref(), &caller, input).await?;
     let duplicate = if sending.duplicate { "true" } else { "false" };
-    Ok((
-        [("x-welcome-duplicate", duplicate)],
-        created(sending.message),
-    )
-        .into_response())
+    Ok(created(sending.message).with_header("x-welcome-duplicate", duplicate))
 }
 
 async fn get_welcome(
@@ -127,7 +126,7 @@ async fn add_churn_reasons(
     State(s): State<AppState>,
     caller: Caller,
     Body(input): Body<AddReasons>,
-) -> Result<Response, shared::ApiError> {
+) -> Result<Created<ListPage<ChurnReasonView>>, shared::ApiError> {
     Ok(created(churn::add(s.store.as_ref(), &caller, input).await?))
 }
 

@@ -19,7 +19,7 @@ use crate::store::{Key, Store};
 
 pub const LIST: &str = "BUSINESSHOUR";
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Validate)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[validate(schema(function = "ordered"))]
 pub struct Interval {
@@ -51,7 +51,7 @@ fn ordered(interval: &Interval) -> Result<(), ValidationError> {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Validate)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct BusinessHourData {
     #[validate(length(min = 1, max = 128))]
@@ -70,7 +70,7 @@ pub struct BusinessHourData {
     pub is_default: bool,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BusinessHour {
     pub id: u64,
@@ -102,7 +102,7 @@ impl Record for BusinessHour {
     }
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BusinessHourView {
     pub id: String,
@@ -125,7 +125,7 @@ impl From<BusinessHour> for BusinessHourView {
 }
 
 /// A `businessHour` line of `crm load`.
-#[derive(Debug, Deserialize, Validate)]
+#[derive(Debug, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BusinessHourLine {
     #[validate(range(min = 1, max = 9007199254740991u64))]

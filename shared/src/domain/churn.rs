@@ -22,7 +22,7 @@ use crate::store::{Index, Key, Query, SkRange, Store};
 pub const MAX_REASONS: usize = 200;
 pub const MAX_PER_REQUEST: usize = 50;
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ChurnReason {
     /// As first written (trimmed, inner spacing collapsed).
@@ -40,10 +40,11 @@ impl Record for ChurnReason {
     }
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ChurnReasonView {
     pub reason: String,
+    #[schemars(with = "crate::ids::Timestamp")]
     #[serde(with = "crate::ids::ts_format")]
     pub created_at: crate::ids::Timestamp,
 }
@@ -58,7 +59,7 @@ impl From<ChurnReason> for ChurnReasonView {
 }
 
 /// `POST`: one reason or many.
-#[derive(Debug, Deserialize, Validate)]
+#[derive(Debug, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AddReasons {
     #[validate(
@@ -71,7 +72,7 @@ pub struct AddReasons {
 }
 
 /// `DELETE`: the reason, in the query (`?reason=`) or the body.
-#[derive(Debug, Default, Deserialize, Validate)]
+#[derive(Debug, Default, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReasonParam {
     #[validate(length(min = 1, max = 200))]

@@ -22,7 +22,7 @@ use crate::store::{Index, Key, Query, SkRange, Store};
 pub const LIST: &str = "CUSTOMFIELD";
 
 /// The spec's Custom field, plus `key` (the member name in a contact's `customFields`).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Validate)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CustomFieldData {
     #[serde(default, rename = "_id", skip_serializing_if = "Option::is_none")]
@@ -98,7 +98,7 @@ fn yes() -> bool {
     true
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CustomField {
     pub id: u64,
@@ -131,7 +131,7 @@ impl Record for CustomField {
 }
 
 /// The `/v3` Custom field.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CustomFieldView {
     pub id: String,
@@ -154,7 +154,7 @@ impl From<CustomField> for CustomFieldView {
 }
 
 /// The `/v1` public custom field.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CustomFieldV1 {
     pub id: String,
@@ -191,7 +191,7 @@ impl From<CustomField> for CustomFieldV1 {
 }
 
 /// A `customField` line of `crm load`: an id and the record's fields.
-#[derive(Debug, Deserialize, Validate)]
+#[derive(Debug, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CustomFieldLine {
     #[validate(range(min = 1, max = 9007199254740991u64))]

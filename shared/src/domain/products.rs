@@ -18,7 +18,7 @@ use crate::validate::nullable;
 
 pub const LIST: &str = "PRODUCT";
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Product {
     pub id: u64,
@@ -56,7 +56,7 @@ impl Record for Product {
 
 /// The spec's Product. `description` is `""` when none was given, so the update
 /// response always has the members the spec marks required.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProductView {
     pub id: String,
@@ -85,12 +85,13 @@ impl From<Product> for ProductView {
 }
 
 /// `PATCH /v3/products/{id}`: `_id`, `name`, `description`, `price`, all optional.
-#[derive(Debug, Default, Deserialize, Validate)]
+#[derive(Debug, Default, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct PatchProduct {
     #[serde(default, rename = "_id", deserialize_with = "nullable")]
     #[validate(length(max = 128))]
     pub legacy_id: Option<Option<String>>,
+    #[schemars(with = "String")]
     #[serde(default, deserialize_with = "crate::validate::present")]
     #[validate(
         length(min = 1, max = 128),
@@ -100,13 +101,14 @@ pub struct PatchProduct {
     #[serde(default, deserialize_with = "nullable")]
     #[validate(length(max = 2000))]
     pub description: Option<Option<String>>,
+    #[schemars(with = "f64")]
     #[serde(default, deserialize_with = "crate::validate::present")]
     #[validate(range(min = 0.0, max = 1e12))]
     pub price: Option<f64>,
 }
 
 /// A `product` line of `crm load`.
-#[derive(Debug, Deserialize, Validate)]
+#[derive(Debug, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ProductLine {
     #[validate(range(min = 1, max = 9007199254740991u64))]

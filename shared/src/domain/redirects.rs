@@ -22,7 +22,7 @@ use crate::store::{Key, Store};
 pub const MAX_PAYLOAD_BYTES: usize = 8 * 1024;
 pub const DEFAULT_SECONDS: u32 = 300;
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RedirectSession {
     pub key: String,
@@ -30,6 +30,7 @@ pub struct RedirectSession {
     pub target_url: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload: Option<Value>,
+    #[schemars(with = "crate::ids::Timestamp")]
     #[serde(with = "ids::ts_format")]
     pub expires_at: Timestamp,
     /// Epoch seconds of `expiresAt`, for DynamoDB's time to live.
@@ -48,7 +49,7 @@ impl Record for RedirectSession {
 }
 
 /// A redirect session as the API shows it.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RedirectSessionView {
     pub key: String,
@@ -56,8 +57,10 @@ pub struct RedirectSessionView {
     pub target_url: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub payload: Option<Value>,
+    #[schemars(with = "crate::ids::Timestamp")]
     #[serde(with = "ids::ts_format")]
     pub expires_at: Timestamp,
+    #[schemars(with = "crate::ids::Timestamp")]
     #[serde(with = "ids::ts_format")]
     pub created_at: Timestamp,
 }
@@ -76,7 +79,7 @@ impl From<RedirectSession> for RedirectSessionView {
 }
 
 /// `POST /v3/redirect-session`.
-#[derive(Debug, Deserialize, Validate)]
+#[derive(Debug, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CreateRedirectSession {
     #[validate(

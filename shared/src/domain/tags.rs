@@ -21,7 +21,7 @@ pub const LIST: &str = "TAG";
 /// The color of a tag created without one.
 pub const DEFAULT_COLOR: &str = "#9E9E9E";
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Tag {
     pub id: u64,
@@ -60,7 +60,7 @@ pub fn normalize_name(name: &str) -> String {
 // ------------------------------------------------------------------ inputs
 
 /// `POST /v3/tags`. Only `name` is required; `color` defaults to [`DEFAULT_COLOR`].
-#[derive(Debug, Deserialize, Validate)]
+#[derive(Debug, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CreateTag {
     #[validate(length(min = 1, max = 128), custom(function = "not_blank"))]
@@ -76,7 +76,7 @@ pub struct CreateTag {
 }
 
 /// `POST /v1/tags`: the public create record.
-#[derive(Debug, Deserialize, Validate)]
+#[derive(Debug, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CreateTagV1 {
     #[validate(length(min = 1, max = 128), custom(function = "not_blank"))]
@@ -100,12 +100,14 @@ impl From<CreateTagV1> for CreateTag {
 }
 
 /// `PATCH /v3/tags/{id}`: every field optional. `null` clears the optional ones.
-#[derive(Debug, Default, Deserialize, Validate)]
+#[derive(Debug, Default, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct PatchTag {
+    #[schemars(with = "String")]
     #[serde(default, deserialize_with = "crate::validate::present")]
     #[validate(length(min = 1, max = 128), custom(function = "not_blank"))]
     pub name: Option<String>,
+    #[schemars(with = "String")]
     #[serde(default, deserialize_with = "crate::validate::present")]
     #[validate(length(min = 1, max = 128))]
     pub color: Option<String>,
@@ -124,12 +126,14 @@ pub struct PatchTag {
 }
 
 /// `PATCH /v1/tags/{id}`: the public update record.
-#[derive(Debug, Deserialize, Validate)]
+#[derive(Debug, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct PatchTagV1 {
+    #[schemars(with = "String")]
     #[serde(default, deserialize_with = "crate::validate::present")]
     #[validate(length(min = 1, max = 128), custom(function = "not_blank"))]
     pub name: Option<String>,
+    #[schemars(with = "String")]
     #[serde(default, deserialize_with = "crate::validate::present")]
     #[validate(length(min = 1, max = 128))]
     pub color: Option<String>,
@@ -156,7 +160,7 @@ fn not_blank(value: &str) -> Result<(), validator::ValidationError> {
 // ------------------------------------------------------------------ views
 
 /// The `/v3` Tag.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TagV3 {
     pub id: String,
@@ -189,7 +193,7 @@ impl From<Tag> for TagV3 {
 }
 
 /// The `/v1` public tag: what an integration needs, without internal fields.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TagV1 {
     pub id: String,

@@ -21,7 +21,7 @@ pub const LIST: &str = "TOKEN";
 /// How many characters of the secret are kept to tell tokens apart in lists.
 const SHOWN_PREFIX: usize = 8;
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ApiToken {
     pub id: String,
@@ -32,6 +32,7 @@ pub struct ApiToken {
     pub prefix: String,
     /// The token that created this one.
     pub created_by: String,
+    #[schemars(with = "Option<crate::ids::Timestamp>")]
     #[serde(
         default,
         with = "ids::ts_format::option",
@@ -54,7 +55,7 @@ impl Record for ApiToken {
 
 /// A token as the API shows it: everything but the hash. `token` (the secret)
 /// is present only in the response that created it.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TokenView {
     pub id: String,
@@ -63,6 +64,7 @@ pub struct TokenView {
     pub prefix: String,
     pub workspace_id: WorkspaceId,
     pub created_by: String,
+    #[schemars(with = "Option<crate::ids::Timestamp>")]
     #[serde(
         default,
         with = "ids::ts_format::option",
@@ -92,7 +94,7 @@ impl From<ApiToken> for TokenView {
 }
 
 /// `POST /v3/api-tokens`.
-#[derive(Debug, Deserialize, Validate)]
+#[derive(Debug, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CreateToken {
     #[validate(
@@ -103,6 +105,7 @@ pub struct CreateToken {
     #[serde(default)]
     pub scopes: Vec<Scope>,
     /// When the token stops working (RFC 3339, in the future). Absent: never.
+    #[schemars(with = "Option<crate::ids::Timestamp>")]
     #[serde(default, with = "ids::ts_format::option")]
     pub expires_at: Option<Timestamp>,
 }

@@ -10,7 +10,7 @@ use crate::keys;
 use crate::store::Store;
 
 /// `GET /v3/time`.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Time {
     pub time: String,
@@ -20,7 +20,7 @@ pub struct Time {
 }
 
 /// `GET /v3/time/utc`.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UtcTime {
     pub utc: String,
@@ -45,7 +45,7 @@ pub fn utc() -> UtcTime {
 }
 
 /// `GET /v3/test-store`: the store answers a read (the caller's workspace).
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StoreCheck {
     pub status: String,

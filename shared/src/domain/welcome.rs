@@ -29,14 +29,14 @@ use crate::store::{Key, Store};
 pub const DEDUP_MINUTES: i64 = 10;
 const WHAT: &str = "welcome message";
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum MessageStatus {
     /// In the outbox, for the messaging side.
     Queued,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WelcomeMessage {
     pub id: String,
@@ -70,13 +70,14 @@ impl Record for WelcomeMessage {
 }
 
 /// One message recently sent to one recipient: the first message's id.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Sent {
     workspace_id: WorkspaceId,
     phone: String,
     content: String,
     message_id: String,
+    #[schemars(with = "crate::ids::Timestamp")]
     #[serde(with = "ids::ts_format")]
     until: Timestamp,
     ttl: i64,
@@ -92,7 +93,7 @@ impl Record for Sent {
 
 /// `POST /v3/workspaces/send-welcome-message`: a recipient (`contactId` or
 /// `phone`) and a content (`templateId` and/or `text`).
-#[derive(Debug, Deserialize, Validate)]
+#[derive(Debug, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SendWelcome {
     pub contact_id: Option<u64>,

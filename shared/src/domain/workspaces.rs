@@ -16,7 +16,9 @@ use crate::store::{Key, Store};
 /// The workspace `crm serve` and `crm bootstrap` create on an empty store.
 pub const FIRST_WORKSPACE: WorkspaceId = WorkspaceId(1);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Environment {
     #[default]
@@ -24,7 +26,7 @@ pub enum Environment {
     Testing,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Workspace {
     pub id: WorkspaceId,
@@ -32,6 +34,7 @@ pub struct Workspace {
     #[serde(default)]
     pub environment: Environment,
     /// When a client last asked every open client to reload (`POST /v3/refresh-page`).
+    #[schemars(with = "Option<crate::ids::Timestamp>")]
     #[serde(
         default,
         with = "crate::ids::ts_format::option",
@@ -52,13 +55,14 @@ impl Record for Workspace {
     }
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkspaceView {
     pub id: String,
     pub workspace_id: WorkspaceId,
     pub name: String,
     pub environment: Environment,
+    #[schemars(with = "Option<crate::ids::Timestamp>")]
     #[serde(
         default,
         with = "crate::ids::ts_format::option",
@@ -83,7 +87,7 @@ impl From<Workspace> for WorkspaceView {
 }
 
 /// `POST /v3/workspaces`.
-#[derive(Debug, Deserialize, Validate)]
+#[derive(Debug, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CreateWorkspace {
     #[validate(
@@ -98,7 +102,7 @@ pub struct CreateWorkspace {
 
 /// The answer of `POST /v3/workspaces`: the workspace, and its first token whose
 /// `token` member holds the secret (shown this once).
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CreatedWorkspace {
     pub workspace: WorkspaceView,
@@ -257,7 +261,7 @@ pub async fn bootstrap(
 
 /// The optional body of `POST /v3/refresh-page`: a reason, accepted for the
 /// clients' logs and not kept.
-#[derive(Debug, Deserialize, Validate)]
+#[derive(Debug, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RefreshPage {
     #[validate(length(max = 256))]
@@ -265,10 +269,11 @@ pub struct RefreshPage {
 }
 
 /// The answer of `POST /v3/refresh-page`.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RefreshRequested {
     pub workspace_id: WorkspaceId,
+    #[schemars(with = "crate::ids::Timestamp")]
     #[serde(with = "crate::ids::ts_format")]
     pub refresh_requested_at: Timestamp,
 }

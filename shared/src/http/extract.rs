@@ -185,3 +185,79 @@ impl<S: Send + Sync> FromRequestParts<S> for PathKey {
         path_param(parts, state, "id").await.map(PathKey)
     }
 }
+
+/// A named parameter of the path, parsed by its type: `InPath<DashboardId>`.
+/// The type names the parameter and its schema, so the OpenAPI document
+/// describes exactly what the handler parses.
+pub trait PathParam {
+    const NAME: &'static str;
+    type Value;
+    fn parse(raw: &str) -> Result<Self::Value, ApiError>;
+    /// The JSON schema of the parameter.
+    fn schema() -> serde_json::Value;
+}
+
+/// The parameter `P` of the matched path. Malformed is 400.
+pub struct InPath<P: PathParam>(pub P::Value);
+
+impl<S: Send + Sync, P: PathParam> FromRequestParts<S> for InPath<P> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let raw = path_param(parts, state, P::NAME).await?;
+        P::parse(&raw).map(InPath)
+    }
+}
+
+/// Declares a [`PathParam`] that is a positive whole number.
+#[macro_export]
+macro_rules! numeric_path_param {
+    ($(#[$doc:meta])* $name:ident, $param:literal) => {
+        $(#[$doc])*
+        pub struct $name;
+        impl $crate::http::PathParam for $name {
+            const NAME: &'static str = $param;
+            type Value = u64;
+            fn parse(raw: &str) -> Result<u64, $crate::ApiError> {
+                raw.parse::<u64>()
+                    .ok()
+                    .filter(|&id| id > 0)
+                    .ok_or_else(|| $crate::ApiError::field($param, "must be a positive whole number"))
+            }
+            fn schema() -> serde_json::Value {
+                $crate::http::openapi::id_schema()
+            }
+        }
+    };
+}
+
+/// Declares a [`PathParam`] that is free text.
+#[macro_export]
+macro_rules! text_path_param {
+    ($(#[$doc:meta])* $name:ident, $param:literal) => {
+        $(#[$doc])*
+        pub struct $name;
+        impl $crate::http::PathParam for $name {
+            const NAME: &'static str = $param;
+            type Value = String;
+            fn parse(raw: &str) -> Result<String, $crate::ApiError> {
+                Ok(raw.to_owned())
+            }
+            fn schema() -> serde_json::Value {
+                serde_json::json!({ "type": "string", "minLength": 1 })
+            }
+        }
+    };
+}
+
+/// A query string in the grouped forms of [`crate::query`] (`status=won`,
+/// `filters[status]=won`, `filters={"status":"won"}`), parsed into `T`.
+pub struct Grouped<T>(pub T);
+
+impl<S: Send + Sync, T: crate::query::GroupedQuery> FromRequestParts<S> for Grouped<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        crate::query::parse(parts.uri.query().unwrap_or(""), &T::SPEC).map(Grouped)
+    }
+}

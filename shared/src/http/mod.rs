@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+use aide::operation::{OperationHandler, OperationInput, OperationOutput};
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::handler::Handler;
@@ -15,10 +16,17 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter};
 
 mod extract;
+mod idempotent;
+mod links;
+pub mod openapi;
+mod reply;
 
 pub use extract::{
-    Body, MaybeBody, Params, PathId, PathKey, numeric_param, path_param, text_param,
+    Body, Grouped, InPath, MaybeBody, Params, PathId, PathKey, PathParam, numeric_param,
+    path_param, text_param,
 };
+
+pub use reply::{Created, Linked, Reply, Saved, created, next_link};
 
 pub use crate::context::current_request_id;
 use crate::error::ApiError;
@@ -100,11 +108,39 @@ async fn request_context(mut req: Request, next: Next) -> Response {
     response
 }
 
+/// One route of a group, and what describes it in the OpenAPI document.
+pub struct Route {
+    pub method: Method,
+    pub path: &'static str,
+    /// The handler's path (`tags::list_v1`), unique in the service.
+    pub operation_id: String,
+    pub summary: Option<&'static str>,
+    /// Not in the original API specification.
+    pub extension: bool,
+    describe: openapi::Describe,
+}
+
+/// `group.get(path, handler)` and its siblings: [`Group::route`] with a method.
+macro_rules! method_shorthands {
+    ($($name:ident $method:ident),*) => {$(
+        pub fn $name<H, T, I, O>(self, path: &'static str, handler: H) -> Self
+        where
+            H: Handler<T, AppState> + OperationHandler<I, O>,
+            T: 'static,
+            I: OperationInput,
+            O: OperationOutput,
+        {
+            self.route(Method::$method, path, handler)
+        }
+    )*};
+}
+
 /// The routes of one resource group: one Lambda function on AWS, one part of the
-/// local app. It remembers its routes so tests can hold them against the template.
+/// local app. It remembers its routes so that tests can hold them against the
+/// template and the OpenAPI document can be generated from them.
 pub struct Group {
     pub name: &'static str,
-    routes: Vec<(Method, &'static str)>,
+    routes: Vec<Route>,
     paths: BTreeMap<&'static str, MethodRouter<AppState>>,
 }
 
@@ -117,35 +153,48 @@ impl Group {
         }
     }
 
-    pub fn route<H, T>(mut self, method: Method, path: &'static str, handler: H) -> Self
+    /// Serves `handler` at `method path`. Its argument and return types must
+    /// describe themselves (see [`openapi`]), so no route goes undocumented.
+    pub fn route<H, T, I, O>(mut self, method: Method, path: &'static str, handler: H) -> Self
     where
-        H: Handler<T, AppState>,
+        H: Handler<T, AppState> + OperationHandler<I, O>,
         T: 'static,
+        I: OperationInput,
+        O: OperationOutput,
     {
         let filter = MethodFilter::try_from(method.clone()).expect("a standard HTTP method");
         let router = self.paths.remove(path).unwrap_or_default();
         self.paths.insert(path, router.on(filter, handler));
-        self.routes.push((method, path));
+        self.routes.push(Route {
+            method,
+            path,
+            operation_id: std::any::type_name::<H>().replace("::", "."),
+            summary: None,
+            extension: false,
+            describe: openapi::describe::<I, O>,
+        });
         self
     }
 
-    pub fn get<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, h: H) -> Self {
-        self.route(Method::GET, path, h)
-    }
-    pub fn post<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, h: H) -> Self {
-        self.route(Method::POST, path, h)
-    }
-    pub fn put<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, h: H) -> Self {
-        self.route(Method::PUT, path, h)
-    }
-    pub fn patch<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, h: H) -> Self {
-        self.route(Method::PATCH, path, h)
-    }
-    pub fn delete<H: Handler<T, AppState>, T: 'static>(self, path: &'static str, h: H) -> Self {
-        self.route(Method::DELETE, path, h)
+    method_shorthands!(get GET, post POST, put PUT, patch PATCH, delete DELETE);
+
+    /// The one-line summary of the route added last.
+    pub fn summary(mut self, text: &'static str) -> Self {
+        if let Some(route) = self.routes.last_mut() {
+            route.summary = Some(text);
+        }
+        self
     }
 
-    pub fn routes(&self) -> &[(Method, &'static str)] {
+    /// Marks the route added last as an extension of the original API.
+    pub fn extension(mut self) -> Self {
+        if let Some(route) = self.routes.last_mut() {
+            route.extension = true;
+        }
+        self
+    }
+
+    pub fn routes(&self) -> &[Route] {
         &self.routes
     }
 
@@ -167,6 +216,10 @@ pub fn app(state: AppState, groups: Vec<Group>) -> Router {
         })
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            idempotent::idempotent,
+        ))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(middleware::from_fn(limits))
         .layer(middleware::from_fn(request_context))
@@ -239,33 +292,6 @@ async fn method_not_allowed(method: Method, uri: axum::http::Uri) -> ApiError {
         format!("{method} is not allowed on {}", uri.path()),
     )
 }
-
-/// 201 Created with a JSON body.
-pub fn created<T: serde::Serialize>(body: T) -> Response {
-    (StatusCode::CREATED, axum::Json(body)).into_response()
-}
-
-/// A `/v1` page as a bare JSON array, with the next page (when there is one) in
-/// a `Link: <path?limit=..&cursor=..>; rel="next"` header (RFC 8288).
-pub fn next_link<T: serde::Serialize>(
-    path: &str,
-    limit: u64,
-    next_cursor: &str,
-    data: T,
-) -> Response {
-    let mut response = axum::Json(data).into_response();
-    if !next_cursor.is_empty() {
-        let cursor: String = form_urlencoded::byte_serialize(next_cursor.as_bytes()).collect();
-        let link = format!("<{path}?limit={limit}&cursor={cursor}>; rel=\"next\"");
-        if let Ok(value) = HeaderValue::from_str(&link) {
-            response.headers_mut().insert(header::LINK, value);
-        }
-    }
-    response
-}
-
-/// Shorthand for handlers: a JSON body or an [`ApiError`].
-pub type Reply<T> = Result<axum::Json<T>, ApiError>;
 
 /// A store shared by every handler of a process.
 pub fn shared(store: impl crate::store::Store) -> SharedStore {

@@ -14,7 +14,7 @@ use crate::store::Key;
 /// The counter behind the workspace's audit `totalCount`.
 pub const AUDIT_LIST: &str = "AUDIT";
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AuditEntry {
     pub id: String,

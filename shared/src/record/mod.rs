@@ -135,13 +135,16 @@ macro_rules! versioned {
 }
 
 /// The timestamps every `/v3` record carries.
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Stamps {
+    #[schemars(with = "crate::ids::Timestamp")]
     #[serde(with = "ids::ts_format")]
     pub created_at: Timestamp,
+    #[schemars(with = "crate::ids::Timestamp")]
     #[serde(with = "ids::ts_format")]
     pub last_update_at: Timestamp,
+    #[schemars(with = "Option<crate::ids::Timestamp>")]
     #[serde(
         default,
         with = "ids::ts_format::option",

@@ -222,6 +222,13 @@ impl<'a> Mutation<'a> {
         // A move that came to nothing is no write.
         self.writes
             .retain(|(w, _)| !matches!(w, Write::Add { delta: 0, .. }));
+        // Under an Idempotency-Key, the key's record moves in this transaction.
+        let guard = crate::idempotency::guard_write().transpose()?;
+        let guarded_version = guard.as_ref().map(|(_, version)| *version);
+        if let Some((write, _)) = guard {
+            let lost = OnFailure::Error(crate::idempotency::lost_claim());
+            self.writes.push((write, Some(lost)));
+        }
         if self.writes.len() > crate::store::MAX_TRANSACTION_ITEMS {
             return Err(CommitError::Api(ApiError::bad_request(format!(
                 "this change touches {} items, more than one transaction holds ({}); make it in two steps",
@@ -231,7 +238,12 @@ impl<'a> Mutation<'a> {
         }
         let (writes, failures): (Vec<_>, Vec<_>) = self.writes.into_iter().unzip();
         match store.write(writes).await {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                if let Some(version) = guarded_version {
+                    crate::idempotency::guarded(version);
+                }
+                Ok(())
+            }
             Err(StoreError::ConditionFailed { index }) => {
                 match failures.into_iter().nth(index).flatten() {
                     Some(OnFailure::IdTaken) => Err(CommitError::IdTaken),

@@ -17,7 +17,7 @@ pub const DEFAULT_HOURS: u32 = 72;
 pub const RETENTION_DAYS: i64 = 90;
 
 /// What is stored; `expired` is computed on read.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum LinkStatus {
     Open,
@@ -26,7 +26,7 @@ pub enum LinkStatus {
     Deactivated,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CheckoutLink {
     pub code: String,
@@ -37,6 +37,7 @@ pub struct CheckoutLink {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub success_url: Option<String>,
     pub status: LinkStatus,
+    #[schemars(with = "crate::ids::Timestamp")]
     #[serde(with = "ids::ts_format")]
     pub expires_at: Timestamp,
     /// Epoch seconds when DynamoDB may remove the record (none once completed).
@@ -44,12 +45,14 @@ pub struct CheckoutLink {
     pub ttl: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub order_id: Option<u64>,
+    #[schemars(with = "Option<crate::ids::Timestamp>")]
     #[serde(
         default,
         with = "ids::ts_format::option",
         skip_serializing_if = "Option::is_none"
     )]
     pub completed_at: Option<Timestamp>,
+    #[schemars(with = "Option<crate::ids::Timestamp>")]
     #[serde(
         default,
         with = "ids::ts_format::option",
@@ -81,7 +84,7 @@ impl CheckoutLink {
     }
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CheckoutLinkView {
     pub code: String,
@@ -92,16 +95,19 @@ pub struct CheckoutLinkView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub success_url: Option<String>,
     pub status: LinkStatus,
+    #[schemars(with = "crate::ids::Timestamp")]
     #[serde(with = "ids::ts_format")]
     pub expires_at: Timestamp,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub order_id: Option<String>,
+    #[schemars(with = "Option<crate::ids::Timestamp>")]
     #[serde(
         default,
         with = "ids::ts_format::option",
         skip_serializing_if = "Option::is_none"
     )]
     pub completed_at: Option<Timestamp>,
+    #[schemars(with = "Option<crate::ids::Timestamp>")]
     #[serde(
         default,
         with = "ids::ts_format::option",
@@ -132,7 +138,7 @@ impl From<CheckoutLink> for CheckoutLinkView {
 }
 
 /// `POST /v3/workspaces/checkout-link`.
-#[derive(Debug, Deserialize, Validate)]
+#[derive(Debug, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CreateCheckoutLink {
     /// The plan's identifier (`pro`, `enterprise-2026`): lowercase letters,
@@ -152,7 +158,7 @@ pub struct CreateCheckoutLink {
 
 /// `POST /v3/workspaces/checkout-link/{code}/complete`: what the payment
 /// provider reports, all optional.
-#[derive(Debug, Default, Deserialize, Validate)]
+#[derive(Debug, Default, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CompleteCheckout {
     #[validate(range(min = 0.0, max = 1e12))]

@@ -13,7 +13,7 @@ use crate::store::{Index, Key, Query, SkRange, Store};
 /// The counter behind `totalCount`.
 pub const LIST: &str = "ORDER";
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Order {
     pub id: u64,
@@ -40,7 +40,7 @@ impl Record for Order {
     }
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OrderView {
     pub id: String,

@@ -11,7 +11,7 @@ use crate::ids::padded;
 use crate::keys;
 use crate::store::{Item, Key, PK, SK, TYPE};
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Digest {
     pub id: u64,
     pub s: CampaignStatus,

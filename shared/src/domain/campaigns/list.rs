@@ -18,10 +18,14 @@ use crate::page::{ListPage, MAX_WINDOW, Paging, counted_page, read_up_to};
 use crate::record;
 use crate::store::{Index, Key, Query, SkRange, Store};
 
-#[derive(Debug, Default, Deserialize, Validate)]
+#[derive(Debug, Default, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CampaignQuery {
+    /// Records per page (default 20).
+    #[schemars(range(min = 1, max = 500), extend("default" = 20))]
     pub limit: Option<u64>,
+    /// Records to skip; `offset + limit` is at most 10,000 (narrow with filters beyond).
+    #[schemars(range(max = 9999), extend("default" = 0))]
     pub offset: Option<u64>,
     #[validate(length(min = 1, max = 128))]
     pub name: Option<String>,

@@ -11,7 +11,7 @@ use crate::store::Key;
 /// The life of a campaign. `draft` and `scheduled` are edited; the messaging
 /// side starts a scheduled campaign (`running`), may pause and resume it, and
 /// ends it (`finished` or `failed`); a person may cancel it until it ends.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum CampaignStatus {
     Draft,
@@ -46,7 +46,7 @@ impl CampaignStatus {
 }
 
 /// What the messaging side reported, summed.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ResultCounts {
     pub sent: u64,
@@ -59,10 +59,11 @@ pub struct ResultCounts {
     pub by_chunk_id: Map<String, Value>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HealthCheckData {
     pub messages_processed: u64,
+    #[schemars(with = "Option<crate::ids::Timestamp>")]
     #[serde(
         default,
         with = "ids::ts_format::option",
@@ -74,12 +75,14 @@ pub struct HealthCheckData {
     pub job_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chunk_id: Option<String>,
+    #[schemars(with = "Option<crate::ids::Timestamp>")]
     #[serde(
         default,
         with = "ids::ts_format::option",
         skip_serializing_if = "Option::is_none"
     )]
     pub next_health_check_at: Option<Timestamp>,
+    #[schemars(with = "Option<crate::ids::Timestamp>")]
     #[serde(
         default,
         with = "ids::ts_format::option",
@@ -89,7 +92,7 @@ pub struct HealthCheckData {
 }
 
 /// The writable fields: what a draft says.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CampaignFields {
     #[serde(default, rename = "_id", skip_serializing_if = "Option::is_none")]
@@ -131,9 +134,10 @@ pub struct CampaignFields {
 }
 
 /// The spec's Campaign, as stored and served.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Campaign {
+    #[schemars(with = "crate::ids::IdString")]
     #[serde(with = "ids::id_string")]
     pub id: u64,
     pub workspace_id: WorkspaceId,
@@ -147,6 +151,7 @@ pub struct Campaign {
     #[serde(serialize_with = "crate::record::number")]
     pub progress: f64,
     pub messages_processed: u64,
+    #[schemars(with = "Option<crate::ids::Timestamp>")]
     #[serde(
         default,
         with = "ids::ts_format::option",

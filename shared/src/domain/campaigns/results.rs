@@ -15,7 +15,7 @@ use crate::store::Store;
 
 /// `POST /v3/campaigns/{id}/results`: one report of the messaging side,
 /// counted once whatever the retries (`reportId`).
-#[derive(Debug, Deserialize, Validate)]
+#[derive(Debug, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ResultsReport {
     #[validate(length(min = 1, max = 64))]

@@ -20,7 +20,7 @@ pub(super) const WHAT: &str = "campaign";
 
 /// `POST /v3/campaigns` (a draft; `name` required) and `PATCH
 /// /v3/campaigns/{id}` (while draft or scheduled): the writable fields.
-#[derive(Debug, Default, Deserialize, Validate)]
+#[derive(Debug, Default, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CampaignInput {
     #[serde(default, rename = "_id", deserialize_with = "nullable")]

@@ -13,7 +13,7 @@ use crate::validate::nullable;
 /// `customFields` merges (a key set to `null` is removed). Limits: name, email
 /// and location 128 characters; phone, external ids, origin and social ids 100;
 /// `_id` 128; avatar 2,048; notes 10,000.
-#[derive(Debug, Default, Deserialize, Validate)]
+#[derive(Debug, Default, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ContactInput {
     #[serde(default, rename = "_id", deserialize_with = "nullable")]
@@ -56,14 +56,19 @@ pub struct ContactInput {
     #[serde(default, deserialize_with = "nullable")]
     #[validate(length(max = 100))]
     pub social_c_id: Option<Option<String>>,
+    #[schemars(with = "bool")]
     #[serde(default, deserialize_with = "crate::validate::present")]
     pub is_imported: Option<bool>,
+    #[schemars(with = "bool")]
     #[serde(default, deserialize_with = "crate::validate::present")]
     pub has_conversation: Option<bool>,
+    #[schemars(with = "bool")]
     #[serde(default, deserialize_with = "crate::validate::present")]
     pub new_contact: Option<bool>,
+    #[schemars(with = "bool")]
     #[serde(default, deserialize_with = "crate::validate::present")]
     pub is_private: Option<bool>,
+    #[schemars(with = "Map<String, Value>")]
     #[serde(default, deserialize_with = "crate::validate::present")]
     pub custom_fields: Option<Map<String, Value>>,
     #[serde(default, deserialize_with = "nullable")]
@@ -73,7 +78,7 @@ pub struct ContactInput {
 }
 
 /// The `/v1` create and PATCH body: the public fields, custom fields as `{ value }`.
-#[derive(Debug, Default, Deserialize, Validate)]
+#[derive(Debug, Default, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ContactInputV1 {
     #[serde(default, deserialize_with = "nullable")]
@@ -109,15 +114,20 @@ pub struct ContactInputV1 {
     #[serde(default, deserialize_with = "nullable")]
     #[validate(length(max = 100))]
     pub social_c_id: Option<Option<String>>,
+    #[schemars(with = "bool")]
     #[serde(default, deserialize_with = "crate::validate::present")]
     pub is_imported: Option<bool>,
+    #[schemars(with = "bool")]
     #[serde(default, deserialize_with = "crate::validate::present")]
     pub has_conversation: Option<bool>,
+    #[schemars(with = "bool")]
     #[serde(default, deserialize_with = "crate::validate::present")]
     pub new_contact: Option<bool>,
+    #[schemars(with = "bool")]
     #[serde(default, deserialize_with = "crate::validate::present")]
     pub is_private: Option<bool>,
     /// key -> `{ "value": ... }`; a key set to `null` is removed.
+    #[schemars(with = "Map<String, Value>")]
     #[serde(default, deserialize_with = "crate::validate::present")]
     pub custom_fields: Option<Map<String, Value>>,
     #[serde(default, deserialize_with = "nullable")]

@@ -45,7 +45,7 @@ pub(super) fn ids_of(items: &[Item]) -> Vec<u64> {
         .collect()
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum SortField {
     #[default]
@@ -54,7 +54,7 @@ pub enum SortField {
     Id,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum SortOrder {
     Ascend,
@@ -63,7 +63,7 @@ pub enum SortOrder {
 }
 
 /// The query of `GET /v3/contacts`.
-#[derive(Debug, Default, Deserialize, Validate)]
+#[derive(Debug, Default, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ContactQuery {
     #[validate(length(min = 1, max = 128))]
@@ -80,7 +80,11 @@ pub struct ContactQuery {
     pub with_organization: Option<bool>,
     pub sort_field: Option<SortField>,
     pub sort_order: Option<SortOrder>,
+    /// Records per page (default 20).
+    #[schemars(range(min = 1, max = 500), extend("default" = 20))]
     pub limit: Option<u64>,
+    /// Records to skip; `offset + limit` is at most 10,000 (narrow with filters beyond).
+    #[schemars(range(max = 9999), extend("default" = 0))]
     pub offset: Option<u64>,
 }
 

@@ -12,7 +12,7 @@ use crate::store::{Item, Key, PK, SK, TYPE};
 use crate::text;
 
 /// `crmData`: the members the spec lists for `/v1`, used by both versions.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CrmData {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -30,7 +30,7 @@ pub struct CrmData {
 }
 
 /// `crmData.referrals`: string members only, the ones the spec names.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Referrals {
     #[serde(default, rename = "_bg", skip_serializing_if = "Option::is_none")]
@@ -72,7 +72,7 @@ pub struct Referrals {
 }
 
 /// The writable fields of a contact, as stored and as `/v3` shows them.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ContactFields {
     #[serde(default, rename = "_id", skip_serializing_if = "Option::is_none")]
@@ -120,7 +120,7 @@ pub struct ContactFields {
     pub customer_custom_field: Option<Map<String, Value>>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Contact {
     pub id: u64,

@@ -15,9 +15,11 @@ use crate::page::{CursorPage, CursorPaging, cursor_records};
 use crate::store::{Index, Query, SkRange, Store};
 
 /// The query of `GET /v1/contacts`.
-#[derive(Debug, Default, Deserialize, Validate)]
+#[derive(Debug, Default, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct V1Query {
+    /// Records per page (default 10).
+    #[schemars(range(min = 1, max = 100), extend("default" = 10))]
     pub limit: Option<u64>,
     pub cursor: Option<String>,
     pub created_at_from: Option<ClientTime>,

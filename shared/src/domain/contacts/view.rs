@@ -17,7 +17,7 @@ use crate::record::Stamps;
 use crate::store::Store;
 
 /// The `/v3` Contact.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ContactV3 {
     pub id: String,
@@ -41,7 +41,7 @@ impl From<Contact> for ContactV3 {
 
 /// A contact of a `/v3` listing. With `withOrganization=true` it also carries its
 /// main organization (`null` when it has none) and `organizationsCount`.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ContactListItem {
     #[serde(flatten)]
@@ -77,7 +77,7 @@ pub async fn list_items(
 }
 
 /// The `/v1` Contact: the spec's public fields, custom fields as `{ value }`.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ContactV1 {
     pub id: String,

@@ -14,14 +14,18 @@ use crate::record;
 use crate::store::{Index, Query, SkRange, Store};
 
 /// The query of `GET /v3/contacts/all`.
-#[derive(Debug, Default, Deserialize, Validate)]
+#[derive(Debug, Default, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct WindowQuery {
     pub last48h: Option<bool>,
     pub new_contact: Option<bool>,
     pub created_at_from: Option<ClientTime>,
     pub created_at_to: Option<ClientTime>,
+    /// Records per page (default 20).
+    #[schemars(range(min = 1, max = 500), extend("default" = 20))]
     pub limit: Option<u64>,
+    /// Records to skip; `offset + limit` is at most 10,000 (narrow with filters beyond).
+    #[schemars(range(max = 9999), extend("default" = 0))]
     pub offset: Option<u64>,
 }
 

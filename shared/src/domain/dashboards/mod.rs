@@ -25,7 +25,7 @@ mod compute;
 
 pub use compute::{KIND, METRICS, process};
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Validate)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Widget {
     #[validate(length(min = 1, max = 64))]
@@ -46,7 +46,7 @@ pub struct Widget {
     pub metric: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Dashboard {
     pub id: u64,
@@ -75,7 +75,7 @@ impl Record for Dashboard {
 }
 
 /// The spec's Dashboard.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DashboardView {
     pub id: String,
@@ -108,7 +108,7 @@ impl From<Dashboard> for DashboardView {
 }
 
 /// `POST /v3/dashboards`: `name` is required; the rest is optional.
-#[derive(Debug, Deserialize, Validate)]
+#[derive(Debug, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CreateDashboard {
     #[serde(default, rename = "_id")]
@@ -127,7 +127,7 @@ pub struct CreateDashboard {
     pub author_id: Option<Map<String, Value>>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Snapshot {
     pub id: String,
@@ -140,6 +140,7 @@ pub struct Snapshot {
     pub legacy_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    #[schemars(with = "Option<crate::ids::Timestamp>")]
     #[serde(
         default,
         with = "ids::ts_format::option",
@@ -155,12 +156,14 @@ pub struct Snapshot {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<Map<String, Value>>,
     /// The window its metrics cover (an extension).
+    #[schemars(with = "Option<crate::ids::Timestamp>")]
     #[serde(
         default,
         with = "ids::ts_format::option",
         skip_serializing_if = "Option::is_none"
     )]
     pub period_from: Option<Timestamp>,
+    #[schemars(with = "Option<crate::ids::Timestamp>")]
     #[serde(
         default,
         with = "ids::ts_format::option",
@@ -190,7 +193,7 @@ impl Record for Snapshot {
 
 /// `POST /v3/dashboards/{dashboardId}/snapshots`: `authorId` and `authorName`
 /// are required; `dashboardId` in the body, if given, must be the path's.
-#[derive(Debug, Deserialize, Validate)]
+#[derive(Debug, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CreateSnapshot {
     #[validate(length(max = 128))]

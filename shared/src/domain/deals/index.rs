@@ -13,7 +13,7 @@ use crate::record;
 use crate::store::{Item, PK, SK, TYPE};
 
 /// What a list filters and sorts on, kept on every index item of the deal.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Digest {
     pub id: u64,
     pub s: DealStatus,

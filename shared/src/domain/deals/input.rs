@@ -24,7 +24,7 @@ use crate::validate::nullable;
 /// `POST /v3/deals` and `PATCH /v3/deals/{id}`: every Deal field, all optional
 /// in the body (a create checks the spec's required ones). `null` clears the
 /// optional ones.
-#[derive(Debug, Default, Deserialize, Validate)]
+#[derive(Debug, Default, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct DealInput {
     #[serde(default, rename = "_id", deserialize_with = "nullable")]

@@ -10,7 +10,7 @@ use crate::period::{DatePreset, Period};
 use crate::query::{self, QuerySpec};
 
 /// What `period` measures: the creation, the won/lost date or the last update.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum PeriodMetric {
     #[default]
@@ -20,7 +20,7 @@ pub enum PeriodMetric {
     UpdatedAt,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum SortBy {
     #[default]
@@ -34,10 +34,14 @@ pub enum SortBy {
 }
 
 /// The query of `GET /v3/deals`, after [`parse_query`] flattened it.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct DealQuery {
+    /// Records per page (default 20).
+    #[schemars(range(min = 1, max = 500), extend("default" = 20))]
     pub limit: Option<u64>,
+    /// Records to skip; `offset + limit` is at most 10,000 (narrow with filters beyond).
+    #[schemars(range(max = 9999), extend("default" = 0))]
     pub offset: Option<u64>,
     pub role_id: Option<u64>,
     pub is_owner: Option<bool>,
@@ -98,6 +102,10 @@ const SPEC: QuerySpec = QuerySpec {
 /// `filters[status]=won`, `filters={"status":"won"}`, `sort[value]=asc`).
 pub fn parse_query(raw: &str) -> ApiResult<DealQuery> {
     query::parse(raw, &SPEC)
+}
+
+impl query::GroupedQuery for DealQuery {
+    const SPEC: query::QuerySpec = SPEC;
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use crate::keys;
 use crate::record::{Record, Stamps};
 use crate::store::Key;
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum DealStatus {
     Open,
@@ -31,7 +31,7 @@ impl DealStatus {
     }
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum AuthorType {
     User,
@@ -43,7 +43,7 @@ pub enum AuthorType {
 }
 
 /// The deal's snapshot of its contact.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DealContact {
     pub id: u64,
@@ -55,6 +55,7 @@ pub struct DealContact {
     pub phone: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub email: Option<String>,
+    #[schemars(with = "crate::ids::Timestamp")]
     #[serde(with = "ids::ts_format")]
     pub created_at: Timestamp,
     pub is_private: bool,
@@ -76,7 +77,7 @@ impl From<&Contact> for DealContact {
 
 /// The contact member of a request: `id` names the contact; the rest is taken
 /// from the contact record.
-#[derive(Debug, Clone, Deserialize, Validate)]
+#[derive(Debug, Clone, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct DealContactInput {
     pub id: u64,
@@ -88,13 +89,14 @@ pub struct DealContactInput {
     pub is_private: Option<bool>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Validate)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct DealConversation {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub platform_id: Option<u64>,
+    #[schemars(with = "Option<crate::ids::Timestamp>")]
     #[serde(
         default,
         with = "ids::ts_format::option",
@@ -107,7 +109,7 @@ pub struct DealConversation {
     pub pending_at: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum DiscountKind {
     /// `discount` is a percentage of price × quantity.
@@ -116,14 +118,14 @@ pub enum DiscountKind {
     Amount,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DiscountType {
     #[serde(rename = "type")]
     pub kind: DiscountKind,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Validate)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct DealProduct {
     /// A catalog product id.
@@ -163,7 +165,7 @@ impl DealProduct {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Validate)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct DealContext {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -172,7 +174,7 @@ pub struct DealContext {
 }
 
 /// The fields of a deal, as stored and as the API shows them.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DealFields {
     #[serde(default, rename = "_id", skip_serializing_if = "Option::is_none")]
@@ -193,18 +195,21 @@ pub struct DealFields {
     pub lost_reason_obs: Option<String>,
     #[serde(default)]
     pub products: Vec<DealProduct>,
+    #[schemars(with = "Option<crate::ids::Timestamp>")]
     #[serde(
         default,
         with = "ids::ts_format::option",
         skip_serializing_if = "Option::is_none"
     )]
     pub won_lost_date: Option<Timestamp>,
+    #[schemars(with = "Option<crate::ids::Timestamp>")]
     #[serde(
         default,
         with = "ids::ts_format::option",
         skip_serializing_if = "Option::is_none"
     )]
     pub due_date: Option<Timestamp>,
+    #[schemars(with = "Option<crate::ids::Timestamp>")]
     #[serde(
         default,
         with = "ids::ts_format::option",
@@ -236,7 +241,7 @@ pub struct DealFields {
     pub context: Option<DealContext>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Deal {
     pub id: u64,

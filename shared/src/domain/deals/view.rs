@@ -10,7 +10,7 @@ use crate::ids::WorkspaceId;
 use crate::record::Stamps;
 
 /// The spec's Deal.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DealView {
     pub id: String,

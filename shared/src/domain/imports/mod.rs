@@ -35,7 +35,7 @@ pub const MAX_BATCH: usize = 500;
 const CHUNK_BYTES: usize = 300 * 1024;
 
 /// One phone-book contact of an import.
-#[derive(Debug, Clone, Serialize, Deserialize, Validate)]
+#[derive(Debug, Clone, Serialize, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ImportContact {
     #[validate(length(max = 128))]
@@ -48,14 +48,14 @@ pub struct ImportContact {
 }
 
 /// `POST /v3/contacts/import`.
-#[derive(Debug, Serialize, Deserialize, Validate)]
+#[derive(Debug, Serialize, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ImportRequest {
     #[validate(length(min = 1, max = 500), nested)]
     pub contacts: Vec<ImportContact>,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum JobStatus {
     /// Recorded and queued; the worker has not finished it.
@@ -64,7 +64,7 @@ pub enum JobStatus {
     Done,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ImportJob {
     pub id: String,
@@ -86,7 +86,7 @@ pub struct ImportJob {
     pub version: u64,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ImportFailure {
     /// Position in the request's `contacts`.
@@ -103,7 +103,7 @@ impl Record for ImportJob {
 }
 
 /// A job as the API shows it.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ImportJobView {
     pub id: String,
@@ -135,7 +135,7 @@ impl From<ImportJob> for ImportJobView {
 }
 
 /// A validated contact waiting in a chunk: its phone already canonical.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct Pending {
     index: u32,
@@ -148,7 +148,7 @@ pub(super) struct Pending {
     custom_fields: Map<String, Value>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct Chunk {
     job_id: String,

@@ -26,7 +26,7 @@ pub fn line_types() -> Vec<LineType> {
     ]
 }
 
-#[derive(Debug, Deserialize, Validate)]
+#[derive(Debug, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct OrganizationLine {
     #[validate(range(min = 1, max = 9007199254740991u64))]
@@ -41,7 +41,7 @@ fn yes() -> bool {
     true
 }
 
-#[derive(Debug, Deserialize, Validate)]
+#[derive(Debug, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct LinkLine {
     pub contact_id: u64,
@@ -51,7 +51,7 @@ pub struct LinkLine {
     pub main: bool,
 }
 
-#[derive(Debug, Deserialize, Validate)]
+#[derive(Debug, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ConversationLine {
     #[validate(range(min = 1, max = 9007199254740991u64))]

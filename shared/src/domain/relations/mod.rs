@@ -27,7 +27,7 @@ pub use read::{
     contacts_by_last_session, contacts_of_organization, organizations_of, parse_organization_id,
 };
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Organization {
     pub id: u64,
@@ -47,7 +47,7 @@ impl Record for Organization {
 }
 
 /// An organization as a contact listing shows it (`withOrganization=true`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OrganizationView {
     pub id: String,
@@ -70,11 +70,12 @@ impl From<Organization> for OrganizationView {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Validate)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct LastSession {
     #[validate(length(min = 1, max = 128))]
     pub id: String,
+    #[schemars(with = "crate::ids::Timestamp")]
     #[serde(with = "ids::ts_format")]
     pub created_at: Timestamp,
     /// The segment (inbox) the session is in.
@@ -83,7 +84,7 @@ pub struct LastSession {
     pub segment_id: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Conversation {
     pub id: u64,

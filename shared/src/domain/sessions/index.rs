@@ -32,7 +32,7 @@ pub mod flag {
 }
 
 /// What a list filters, sorts and sums on, kept on every index item.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Digest {
     pub id: String,
     /// Created, finished (ms).

@@ -34,7 +34,7 @@ pub const MAX_SPAN_DAYS: i64 = 93;
 pub const OPEN_SESSION_DAYS: i64 = 30;
 
 /// The counts and averages of the filtered sessions (an extension).
-#[derive(Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Summary {
     pub sessions: u64,
@@ -46,15 +46,17 @@ pub struct Summary {
     pub avg_rating: Option<f64>,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionList {
     #[serde(flatten)]
     pub page: ListPage<Session>,
     pub summary: Summary,
     /// The window read (after defaults), and the time it measures.
+    #[schemars(with = "crate::ids::Timestamp")]
     #[serde(with = "ids::ts_format")]
     pub from: Timestamp,
+    #[schemars(with = "crate::ids::Timestamp")]
     #[serde(with = "ids::ts_format")]
     pub to: Timestamp,
     pub period_metric: PeriodMetric,

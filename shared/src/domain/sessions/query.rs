@@ -12,7 +12,9 @@ use crate::period::Period;
 use crate::query::{self, QuerySpec};
 
 /// Which time a period (or `from`/`to`) measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub enum PeriodMetric {
     #[default]
@@ -20,7 +22,7 @@ pub enum PeriodMetric {
     FinishedAt,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum SortBy {
     #[default]
@@ -33,7 +35,7 @@ pub enum SortBy {
 }
 
 /// One element of the `trails` filter: sessions having such a trail.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TrailFilter {
     #[serde(rename = "type")]
@@ -42,10 +44,14 @@ pub struct TrailFilter {
     pub group_id: Option<String>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SessionQuery {
+    /// Records per page (default 20).
+    #[schemars(range(min = 1, max = 500), extend("default" = 20))]
     pub limit: Option<u64>,
+    /// Records to skip; `offset + limit` is at most 10,000 (narrow with filters beyond).
+    #[schemars(range(max = 9999), extend("default" = 0))]
     pub offset: Option<u64>,
     pub sort_by: Option<SortBy>,
     pub sort: Option<String>,
@@ -118,6 +124,10 @@ const SPEC: QuerySpec = QuerySpec {
 
 pub fn parse_query(raw: &str) -> ApiResult<SessionQuery> {
     query::parse(raw, &SPEC)
+}
+
+impl query::GroupedQuery for SessionQuery {
+    const SPEC: query::QuerySpec = SPEC;
 }
 
 impl SessionQuery {

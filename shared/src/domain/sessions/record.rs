@@ -11,7 +11,7 @@ use crate::record::{Record, Stamps};
 use crate::store::Key;
 
 /// What happened in a session, in order.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum TrailKind {
     /// A bot handled the contact.
@@ -29,7 +29,7 @@ pub enum TrailKind {
 }
 
 /// Who wrote a message.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum Author {
     Contact,
@@ -37,11 +37,12 @@ pub enum Author {
     Bot,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Validate)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Trail {
     #[serde(rename = "type")]
     pub kind: TrailKind,
+    #[schemars(with = "crate::ids::Timestamp")]
     #[serde(with = "ids::ts_format")]
     pub at: Timestamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -59,7 +60,7 @@ pub struct Trail {
 }
 
 /// The conversation a session belongs to.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Validate)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SessionConversation {
     #[validate(range(min = 1, max = 9007199254740991u64))]
@@ -80,7 +81,9 @@ pub struct SessionConversation {
     pub platform_id: Option<u64>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Validate)]
+#[derive(
+    Debug, Clone, Default, Serialize, Deserialize, PartialEq, Validate, schemars::JsonSchema,
+)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SessionDeals {
     #[serde(default)]
@@ -93,7 +96,7 @@ pub struct SessionDeals {
 /// `PUT /v3/reports/sessions/{id}` and the `session` lines of `crm load`:
 /// everything but the id (in the path, or `id` in a load line) and what the
 /// service computes (`tma`, `tme`, `tmp`, the assignee, the finish).
-#[derive(Debug, Clone, Deserialize, Validate)]
+#[derive(Debug, Clone, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SessionInput {
     #[serde(default, rename = "_id")]
@@ -137,7 +140,7 @@ pub struct SessionInput {
 }
 
 /// A session as stored and as the API shows it (see the module for the metrics).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Session {
     pub id: String,
@@ -188,36 +191,42 @@ impl Record for Session {
 }
 
 /// The times the metrics come from, read off the trails.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionTimes {
     /// Where the measured service starts: the last reopening, else the opening.
+    #[schemars(with = "crate::ids::Timestamp")]
     #[serde(with = "ids::ts_format")]
     pub service_started_at: Timestamp,
+    #[schemars(with = "Option<crate::ids::Timestamp>")]
     #[serde(
         default,
         with = "ids::ts_format::option",
         skip_serializing_if = "Option::is_none"
     )]
     pub queued_at: Option<Timestamp>,
+    #[schemars(with = "Option<crate::ids::Timestamp>")]
     #[serde(
         default,
         with = "ids::ts_format::option",
         skip_serializing_if = "Option::is_none"
     )]
     pub assigned_at: Option<Timestamp>,
+    #[schemars(with = "Option<crate::ids::Timestamp>")]
     #[serde(
         default,
         with = "ids::ts_format::option",
         skip_serializing_if = "Option::is_none"
     )]
     pub first_reply_at: Option<Timestamp>,
+    #[schemars(with = "Option<crate::ids::Timestamp>")]
     #[serde(
         default,
         with = "ids::ts_format::option",
         skip_serializing_if = "Option::is_none"
     )]
     pub finished_at: Option<Timestamp>,
+    #[schemars(with = "Option<crate::ids::Timestamp>")]
     #[serde(
         default,
         with = "ids::ts_format::option",
@@ -247,7 +256,7 @@ pub struct SessionTimes {
 }
 
 /// Seconds (with milliseconds), computed by the service.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Metrics {
     /// Handling time: first assignment until finished.
     #[serde(

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The API contract, checked against the running API: starts `crm serve
+# --in-memory` on a free loopback port, validates its /openapi.json
+# (openapi-spec-validator), and runs schemathesis against it with every check
+# listed below, examples, coverage, fuzzing and stateful phases (through the
+# document's links), a fixed seed and a bounded budget. Any finding fails.
+# Installs schemathesis into a cache folder when missing; stops the server
+# whatever happens.
+#
+#   scripts/contract.sh                 # the CI run
+#   CONTRACT_MAX_EXAMPLES=200 scripts/contract.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/dynamodb-local.sh
+
+# The budget: examples per operation and a ceiling on the whole run (seconds).
+max_examples=${CONTRACT_MAX_EXAMPLES:-25}
+max_time=${CONTRACT_MAX_TIME:-240}
+seed=${CONTRACT_SEED:-20261122}
+checks=not_a_server_error,positive_data_acceptance,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance,negative_data_rejection,use_after_free,ensure_resource_availability,missing_required_header,unsupported_method,ignored_auth
+
+venv="$cache/contract-venv"
+if [ ! -x "$venv/bin/schemathesis" ]; then
+  echo "$0: installing schemathesis into $venv" >&2
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check \
+    "schemathesis>=4.3,<5" "openapi-spec-validator>=0.7,<0.8" >&2
+fi
+
+if [ "${CRM_IN_NAMESPACE:-}" != 1 ]; then
+  cargo build --quiet -p crm
+fi
+enter_loopback_namespace "$0" "$@"
+
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+token="crm_contract$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
+log="$cache/contract-serve.log"
+CRM_BOOTSTRAP_TOKEN="$token" RUST_LOG=warn \
+  target/debug/crm serve --in-memory --port "$port" >"$log" 2>&1 &
+serve_pid=$!
+trap 'kill "$serve_pid" 2>/dev/null || true; wait "$serve_pid" 2>/dev/null || true' EXIT INT TERM
+base="http://127.0.0.1:$port"
+for _ in $(seq 1 150); do
+  (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+  kill -0 "$serve_pid" 2>/dev/null || { cat "$log" >&2; exit 1; }
+  sleep 0.1
+done
+
+echo "== openapi-spec-validator $base/openapi.json" >&2
+python3 -c 'import sys, urllib.request; sys.stdout.buffer.write(urllib.request.urlopen(sys.argv[1]).read())' \
+  "$base/openapi.json" >"$cache/openapi.served.json"
+"$venv/bin/openapi-spec-validator" "$cache/openapi.served.json"
+
+echo "== schemathesis (seed $seed, $max_examples examples, at most ${max_time}s)" >&2
+"$venv/bin/schemathesis" run "$base/openapi.json" \
+  --header "Authorization: Bearer $token" \
+  --checks "$checks" \
+  --phases examples,coverage,fuzzing,stateful \
+  --max-examples "$max_examples" --max-time "$max_time" \
+  --seed "$seed" --generation-deterministic \
+  --workers 2 --no-color \
+  --suppress-health-check all "$@"

@@ -1,0 +1,151 @@
+//! The OpenAPI document: generated from the groups that build the Routers
+//! (`crm openapi`), checked in as docs/openapi.json, served at `/openapi.json`
+//! without a token. A route cannot be served without being in it, and the
+//! checked-in file cannot fall behind the code.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use api_tests::serde_json::{self, Value};
+use api_tests::{TestApp, api_test};
+use http::Method;
+
+fn checked_in_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/openapi.json")
+}
+
+fn generated() -> Value {
+    serde_json::from_str(&crm::openapi()).expect("the document is JSON")
+}
+
+#[test]
+fn the_checked_in_document_is_the_generated_one() {
+    let path = checked_in_path();
+    if std::env::var_os("UPDATE_OPENAPI").is_some() {
+        std::fs::write(&path, crm::openapi() + "\n").expect("docs/openapi.json written");
+    }
+    let checked_in: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("docs/openapi.json"))
+            .expect("docs/openapi.json is JSON");
+    assert!(
+        checked_in == generated(),
+        "docs/openapi.json is not the document the code generates; run \
+         `UPDATE_OPENAPI=1 cargo test -p api-tests --test openapi` (or `cargo run -- openapi > docs/openapi.json`) and commit it"
+    );
+}
+
+#[test]
+fn every_served_route_is_an_operation_and_nothing_else_is() {
+    let served: BTreeSet<(String, String)> = crm::groups()
+        .iter()
+        .flat_map(|g| {
+            g.routes()
+                .iter()
+                .map(|r| (r.method.to_string(), r.path.to_owned()))
+        })
+        .collect();
+    let document = generated();
+    let mut documented = BTreeSet::new();
+    for (path, item) in document["paths"].as_object().unwrap() {
+        for method in item.as_object().unwrap().keys() {
+            documented.insert((method.to_uppercase(), path.clone()));
+        }
+    }
+    assert_eq!(served, documented);
+}
+
+#[test]
+fn every_operation_is_described_in_full() {
+    let document = generated();
+    let mut ids = BTreeSet::new();
+    for (path, item) in document["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            let id = operation["operationId"].as_str().expect("an operationId");
+            assert!(ids.insert(id.to_owned()), "operationId {id} twice");
+            let undescribed = shared::http::openapi::undescribed_path_parameters(path, operation);
+            assert!(
+                undescribed.is_empty(),
+                "{method} {path}: {undescribed:?} not described"
+            );
+            let responses = operation["responses"].as_object().unwrap();
+            assert!(
+                responses.keys().any(|code| code.starts_with('2')),
+                "{method} {path} has no success response"
+            );
+            let public = path == "/openapi.json" || path.starts_with("/docs");
+            if !public {
+                assert_eq!(
+                    operation["security"][0]["bearer"],
+                    serde_json::json!([]),
+                    "{method} {path}"
+                );
+                assert!(
+                    responses.contains_key("401") && responses.contains_key("default"),
+                    "{method} {path}"
+                );
+            }
+            let takes_key = operation["parameters"].as_array().is_some_and(|ps| {
+                ps.iter()
+                    .any(|p| p["name"] == "Idempotency-Key" && p["in"] == "header")
+            });
+            assert_eq!(
+                takes_key,
+                method == "post",
+                "{method} {path}: Idempotency-Key"
+            );
+        }
+    }
+    // The spec's nested query forms are described.
+    let deals = &document["paths"]["/v3/deals"]["get"]["parameters"];
+    assert!(
+        deals
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["name"] == "filters" && p["style"] == "deepObject")
+    );
+    // A create links to what can be done with what it created.
+    let links = &document["paths"]["/v3/tags"]["post"]["responses"]["201"]["links"];
+    assert_eq!(links["tags.get"]["parameters"]["id"], "$response.body#/id");
+}
+
+api_test! {
+    /// `GET /openapi.json` needs no token and serves the checked-in document;
+    /// `GET /docs` is the reference page, its files served from the binary.
+    async fn the_document_and_the_page_are_served(app) {
+        let served = app.send(Method::GET, "/openapi.json", None, None).await.expect(200);
+        let checked_in: Value = serde_json::from_str(api_docs::DOCUMENT).unwrap();
+        assert_eq!(served, checked_in);
+        let page = page(&app, "/docs").await;
+        assert!(page.contains("/docs/swagger-ui-bundle.js") && page.contains("/openapi.json"));
+        let script = page_len(&app, "/docs/swagger-ui-bundle.js").await;
+        assert!(script > 100_000, "{script} bytes");
+        app.send(Method::GET, "/docs/nothing.js", None, None).await.expect_error(404);
+    }
+}
+
+async fn page(app: &TestApp, path: &str) -> String {
+    let response = raw(app, path).await;
+    String::from_utf8(response).unwrap()
+}
+
+async fn page_len(app: &TestApp, path: &str) -> usize {
+    raw(app, path).await.len()
+}
+
+async fn raw(app: &TestApp, path: &str) -> Vec<u8> {
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+    let request = http::Request::get(path)
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let response = app.router.clone().oneshot(request).await.unwrap();
+    assert_eq!(response.status(), 200, "{path}");
+    response
+        .into_body()
+        .collect()
+        .await
+        .unwrap()
+        .to_bytes()
+        .to_vec()
+}
