@@ -158,19 +158,18 @@ impl IntoResponse for ApiError {
 
 /// Parses JSON, naming the field of the first problem.
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        if inner.is_syntax() || inner.is_eof() {
-            ApiError::bad_request(format!("malformed JSON: {inner}"))
-        } else {
-            serde_problem(&path, &strip_position(&inner.to_string()))
-        }
-    })?;
-    de.end()
+    let value: serde_json::Value = serde_json::from_slice(bytes)
         .map_err(|e| ApiError::bad_request(format!("malformed JSON: {e}")))?;
-    Ok(value)
+    from_value(&value)
+}
+
+/// Reads `T` from JSON strictly (see [`crate::strict`]), naming the field of
+/// the first problem.
+pub fn from_value<T: DeserializeOwned>(value: &serde_json::Value) -> Result<T, ApiError> {
+    serde_path_to_error::deserialize(crate::strict::Strict(value)).map_err(|e| {
+        let path = e.path().to_string();
+        serde_problem(&path, &strip_position(&e.into_inner().to_string()))
+    })
 }
 
 fn strip_position(message: &str) -> String {

@@ -20,6 +20,7 @@ pub mod query;
 pub mod queue;
 pub mod record;
 pub mod store;
+pub mod strict;
 pub mod text;
 pub mod validate;
 

@@ -34,8 +34,7 @@ pub trait GroupedQuery: DeserializeOwned {
 /// Parses a raw query string in every form described above into `T`.
 pub fn parse<T: DeserializeOwned>(raw: &str, spec: &QuerySpec) -> ApiResult<T> {
     let object = flatten(raw, spec)?;
-    let bytes = serde_json::to_vec(&Value::Object(object)).map_err(ApiError::internal)?;
-    crate::error::parse_json(&bytes)
+    crate::error::from_value(&Value::Object(object))
 }
 
 /// The flat JSON object of a query string (see the module).

@@ -171,7 +171,7 @@ fn idempotency_key(operation: &mut Operation) {
             A retry with the same key and body answers the first response again with \
             `Idempotent-Replayed: true` (for 24 hours); the same key with another body or \
             path is 422; while the first request runs, 409.",
-        "schema": { "type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[ -~]+$" },
+        "schema": { "type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]([ -~]*[!-~])?$" },
     }))
     .expect("a header parameter");
     operation.parameters.push(ReferenceOr::Item(parameter));
