@@ -61,6 +61,10 @@ fn every_operation_is_described_in_full() {
     for (path, item) in document["paths"].as_object().unwrap() {
         for (method, operation) in item.as_object().unwrap() {
             let id = operation["operationId"].as_str().expect("an operationId");
+            assert!(
+                operation["summary"].is_string(),
+                "{method} {path} has no summary (Group::summary)"
+            );
             assert!(ids.insert(id.to_owned()), "operationId {id} twice");
             let undescribed = shared::http::openapi::undescribed_path_parameters(path, operation);
             assert!(

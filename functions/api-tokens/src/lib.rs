@@ -10,8 +10,11 @@ use shared::page::{ListPage, OffsetQuery};
 pub fn group() -> Group {
     Group::new("api-tokens")
         .post("/v3/api-tokens", create)
+        .summary("Create an API token (the secret is shown once)")
         .get("/v3/api-tokens", list)
+        .summary("List the workspace's API tokens")
         .delete("/v3/api-tokens/{id}", revoke)
+        .summary("Revoke an API token")
 }
 
 async fn create(

@@ -10,8 +10,11 @@ use shared::page::{ListPage, OffsetQuery};
 pub fn group() -> Group {
     Group::new("audit")
         .get("/v3/audit", list)
+        .summary("List the workspace's audit entries, newest first")
         .get("/v3/audit/admin", list_all)
+        .summary("List every workspace's audit entries (admin)")
         .get("/v3/audit/{id}", get)
+        .summary("Read an audit entry")
 }
 
 async fn list(

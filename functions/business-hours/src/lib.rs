@@ -10,7 +10,9 @@ use shared::page::{ListPage, OffsetQuery};
 pub fn group() -> Group {
     Group::new("business-hours")
         .get("/v3/business-hours", list)
+        .summary("List business hours")
         .get("/v3/business-hours/{id}", get)
+        .summary("Read business hours")
 }
 
 async fn list(

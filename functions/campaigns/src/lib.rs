@@ -15,11 +15,22 @@ use shared::page::ListPage;
 pub fn group() -> Group {
     Group::new("campaigns")
         .get("/v3/campaigns", list)
+        .summary("List campaigns (name, channelId, status)")
         .post("/v3/campaigns", create)
+        .summary("Draft a campaign")
+        .extension()
         .get("/v3/campaigns/{id}", get)
+        .summary("Read a campaign")
+        .extension()
         .patch("/v3/campaigns/{id}", update)
+        .summary("Edit a draft or scheduled campaign")
+        .extension()
         .post("/v3/campaigns/{id}/results", results)
+        .summary("Report campaign results (counted once per reportId)")
+        .extension()
         .post("/v3/campaigns/{id}/{action}", transition)
+        .summary("Move a campaign: schedule, start, pause, resume, cancel, finish, fail")
+        .extension()
 }
 
 async fn list(

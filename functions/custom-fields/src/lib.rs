@@ -10,9 +10,13 @@ use shared::page::{CursorPage, CursorQuery, ListPage, OffsetQuery};
 pub fn group() -> Group {
     Group::new("custom-fields")
         .get("/v3/custom-fields", list)
+        .summary("List custom fields")
         .get("/v3/custom-fields/{id}", get)
+        .summary("Read a custom field")
         .get("/v1/custom-fields", list_v1)
+        .summary("List custom fields (public)")
         .get("/v1/custom-fields/{id}", get_v1)
+        .summary("Read a custom field (public)")
 }
 
 async fn list(

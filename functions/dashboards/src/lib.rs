@@ -11,10 +11,15 @@ use shared::page::{ListPage, OffsetQuery};
 pub fn group() -> Group {
     Group::new("dashboards")
         .post("/v3/dashboards", create)
+        .summary("Create a dashboard")
         .get("/v3/dashboards/{dashboardId}", get)
+        .summary("Read a dashboard")
         .post("/v3/dashboards/{dashboardId}/snapshots", snapshot)
+        .summary("Compute a snapshot in the background")
         .get("/v3/dashboards/{dashboardId}/snapshots", snapshots)
+        .summary("List a dashboard's snapshots")
         .get("/v3/dashboards/{dashboardId}/snapshots/{id}", get_snapshot)
+        .summary("Read a snapshot")
 }
 
 async fn create(

@@ -11,9 +11,13 @@ use shared::page::ListPage;
 pub fn group() -> Group {
     Group::new("deals")
         .get("/v3/deals", list)
+        .summary("List deals (flat, nested or JSON filters)")
         .post("/v3/deals", create)
+        .summary("Create a deal")
         .get("/v3/deals/{id}", get)
+        .summary("Read a deal")
         .patch("/v3/deals/{id}", update)
+        .summary("Update a deal")
 }
 
 async fn list(

@@ -11,8 +11,13 @@ use shared::page::{ListPage, OffsetQuery};
 pub fn group() -> Group {
     Group::new("products")
         .get("/v3/products", list)
+        .summary("List products")
+        .extension()
         .get("/v3/products/{id}", get)
+        .summary("Read a product")
+        .extension()
         .patch("/v3/products/{id}", update)
+        .summary("Update a product")
 }
 
 async fn list(

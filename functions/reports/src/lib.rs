@@ -10,8 +10,12 @@ use shared::http::{AppState, Body, Group, Grouped, PathKey, Reply, Saved};
 pub fn group() -> Group {
     Group::new("reports")
         .get("/v3/reports/sessions", list)
+        .summary("Report on sessions (every filter, with a summary)")
         .get("/v3/reports/sessions/{id}", get)
+        .summary("Read a session")
         .put("/v3/reports/sessions/{id}", put)
+        .summary("Record or replace a session")
+        .extension()
 }
 
 async fn list(

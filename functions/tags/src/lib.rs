@@ -12,15 +12,25 @@ use shared::page::{CursorQuery, ListPage, OffsetQuery};
 pub fn group() -> Group {
     Group::new("tags")
         .get("/v3/tags", list)
+        .summary("List tags")
         .post("/v3/tags", create)
+        .summary("Create a tag")
         .get("/v3/tags/{id}", get)
+        .summary("Read a tag")
         .patch("/v3/tags/{id}", update)
+        .summary("Update a tag")
         .delete("/v3/tags/{id}", delete)
+        .summary("Delete a tag")
         .get("/v1/tags", list_v1)
+        .summary("List tags (an array; next page in Link)")
         .post("/v1/tags", create_v1)
+        .summary("Create a tag (public)")
         .get("/v1/tags/{id}", get_v1)
+        .summary("Read a tag (public)")
         .patch("/v1/tags/{id}", update_v1)
+        .summary("Update a tag (public)")
         .delete("/v1/tags/{id}", delete_v1)
+        .summary("Delete a tag (public)")
 }
 
 async fn list(

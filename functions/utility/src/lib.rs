@@ -14,12 +14,19 @@ use shared::page::{ListPage, OffsetQuery};
 pub fn group() -> Group {
     Group::new("utility")
         .get("/v3/time", time)
+        .summary("The server's local time")
         .get("/v3/time/utc", utc)
+        .summary("The server's UTC time")
         .get("/v3/test-store", test_store)
+        .summary("Check the store")
         .get("/v3/orders", orders)
+        .summary("List orders (completed checkout links), newest first")
         .post("/v3/redirect-session", create_redirect)
+        .summary("Create a redirect session")
         .get("/v3/redirect-session/{key}", take_redirect)
+        .summary("Take a redirect session (read once)")
         .post("/v3/refresh-page", refresh_page)
+        .summary("Ask the workspace's open clients to reload")
 }
 
 async fn time(_caller: Caller) -> Json<Time> {

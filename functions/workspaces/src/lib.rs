@@ -20,30 +20,46 @@ use shared::page::ListPage;
 pub fn group() -> Group {
     Group::new("workspaces")
         .get("/v3/workspaces/info", info)
+        .summary("Read the caller's workspace")
         .post("/v3/workspaces", create)
+        .summary("Create a workspace and its first token (admin)")
+        .extension()
         .post("/v3/workspaces/promote-testing/{id}", promote_testing)
+        .summary("Move a workspace to testing (admin)")
         .post("/v3/workspaces/demote-testing/{id}", demote_testing)
+        .summary("Move a workspace back to production (admin)")
         .post("/v3/workspaces/send-welcome-message", send_welcome)
+        .summary("Send a welcome message (deduplicated for 10 minutes)")
         .get("/v3/workspaces/welcome-messages/{id}", get_welcome)
+        .summary("Read a welcome message")
+        .extension()
         .post("/v3/workspaces/checkout-link", billing::create_link)
+        .summary("Create a checkout link")
         .get("/v3/workspaces/checkout-link/{code}", billing::get_link)
+        .summary("Read a checkout link")
         .delete(
             "/v3/workspaces/checkout-link/{code}",
             billing::deactivate_link,
         )
+        .summary("Deactivate a checkout link")
         .post(
             "/v3/workspaces/checkout-link/{code}/complete",
             billing::complete_link,
         )
+        .summary("Complete a checkout link into an order (admin)")
+        .extension()
         .get("/v3/workspaces/churn-reasons/suggestions", churn_reasons)
+        .summary("List churn reasons")
         .post(
             "/v3/workspaces/churn-reasons/suggestions",
             add_churn_reasons,
         )
+        .summary("Add churn reasons (admin)")
         .delete(
             "/v3/workspaces/churn-reasons/suggestions",
             remove_churn_reason,
         )
+        .summary("Remove a churn reason (admin)")
 }
 
 async fn info(State(s): State<AppState>, caller: Caller) -> Reply<WorkspaceView> {
