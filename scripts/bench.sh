@@ -52,6 +52,8 @@ out=docs/bench-results.md
   echo
   # shellcheck disable=SC2086
   target/release/bench-local --crm target/release/crm ${BENCH_LOCAL_ARGS:-}
+  # Sections written by hand or by scripts/package-sizes.sh are kept.
+  if [ -f "$out" ]; then sed -n '/^<!-- kept by scripts\/bench.sh -->$/,$p' "$out"; fi
 } >"$out.tmp"
 mv "$out.tmp" "$out"
 cat "$out"

@@ -119,3 +119,16 @@ moto_start() {
   echo "$0: moto did not open port $port in 30 s" >&2
   exit 1
 }
+
+# The CDK app's synthesis (infra/cdk/cdk.out), for tests/tests/cdk.rs. Its
+# toolchain comes from infra/cdk/package-lock.json, installed into
+# infra/cdk/node_modules when missing or older than the lockfile. No AWS
+# account, no Docker: bundling is skipped.
+cdk_synth() {
+  local dir=infra/cdk
+  if [ ! "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]; then
+    echo "$0: installing the CDK toolchain into $dir/node_modules" >&2
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >&2)
+  fi
+  (cd "$dir" && npm run --silent synth >&2)
+}

@@ -1,0 +1,58 @@
+// One Lambda function per resource group, as infra/template.yaml declares them.
+// tests/tests/cdk.rs holds this table against the SAM template: binaries,
+// settings, environment and DynamoDB actions must be the same in both.
+
+const READ = ['dynamodb:GetItem', 'dynamodb:Query'];
+const WRITE = ['dynamodb:PutItem', 'dynamodb:DeleteItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'];
+const BATCH = ['dynamodb:BatchGetItem'];
+
+export interface FunctionSpec {
+  /** The Cargo binary, which is also the group name the OpenAPI document tags its routes with. */
+  readonly binary: string;
+  readonly description: string;
+  /** DynamoDB actions on the table (none: no table access). */
+  readonly actions: string[];
+  /** Whether the actions extend to the gsi1 index. */
+  readonly index?: boolean;
+  /** Sends background jobs to the job queue (CRM_JOB_QUEUE_URL). */
+  readonly sendsJobs?: boolean;
+  /** Gets CRM_CHECKOUT_BASE_URL. */
+  readonly checkout?: boolean;
+  /** Seconds (10 unless said). */
+  readonly timeout?: number;
+  /** The SQS-triggered worker: no routes. */
+  readonly worker?: boolean;
+}
+
+export const FUNCTIONS: FunctionSpec[] = [
+  { binary: 'tags', description: '/v3/tags and /v1/tags', actions: [...READ, ...WRITE] },
+  {
+    binary: 'contacts', description: '/v3/contacts and /v1/contacts', actions: [...READ, ...BATCH, ...WRITE],
+    index: true, sendsJobs: true,
+  },
+  {
+    binary: 'job-worker', description: 'Runs background jobs such as contact imports (SQS)',
+    actions: [...READ, ...BATCH, ...WRITE], timeout: 60, worker: true,
+  },
+  { binary: 'deals', description: '/v3/deals', actions: [...READ, ...BATCH, ...WRITE] },
+  { binary: 'products', description: '/v3/products', actions: [...READ, ...WRITE] },
+  { binary: 'custom-fields', description: '/v3/custom-fields and /v1/custom-fields (reads only)', actions: READ },
+  { binary: 'business-hours', description: '/v3/business-hours (reads only)', actions: READ },
+  {
+    binary: 'dashboards', description: '/v3/dashboards and their snapshots',
+    actions: [...READ, 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'], sendsJobs: true,
+  },
+  {
+    binary: 'utility', description: '/v3/time, /v3/test-store, /v3/orders, /v3/redirect-session, /v3/refresh-page',
+    actions: [...READ, ...WRITE],
+  },
+  { binary: 'api-docs', description: '/openapi.json, /docs', actions: [] },
+  { binary: 'api-tokens', description: '/v3/api-tokens', actions: [...READ, ...WRITE] },
+  {
+    binary: 'workspaces', description: '/v3/workspaces (info, welcome messages, checkout links, churn reasons, operators)',
+    actions: [...READ, ...BATCH, ...WRITE], checkout: true,
+  },
+  { binary: 'campaigns', description: '/v3/campaigns (the list, drafts, lifecycle, results)', actions: [...READ, ...BATCH, ...WRITE] },
+  { binary: 'reports', description: '/v3/reports/sessions (the report, and sessions coming in)', actions: [...READ, ...BATCH, ...WRITE] },
+  { binary: 'audit', description: '/v3/audit (reads only)', actions: [...READ, ...BATCH], index: true },
+];
