@@ -9,14 +9,16 @@
 //! | Entity            | Access pattern                         | Index | pk                    | sk                      |
 //! |-------------------|----------------------------------------|-------|-----------------------|-------------------------|
 //! | Workspace         | by id                                  | table | `W#<ws>`              | `WORKSPACE`             |
-//! | Counter           | `totalCount` of a list                 | table | `W#<ws>`              | `COUNT#<list>`          |
+//! | Counter           | `totalCount` of a list (shard 0)       | table | `W#<ws>`              | `COUNT#<list>`          |
+//! | Counter shard     | the same, shard 1..N-1 ([`counter_shards`]) | table | `W#<ws>#COUNT#<shard>` | `COUNT#<list>`    |
 //! | Tag               | by id; list in creation order          | table | `W#<ws>#TAG`          | `<id:16>`               |
 //! | Tag name          | uniqueness per workspace (sentinel)    | table | `W#<ws>#UNIQUE`       | `TAGNAME#<normalized>`  |
 //! | API token         | by id; list in creation order          | table | `W#<ws>#TOKEN`        | `<ulid>`                |
 //! | Token secret      | authenticate a bearer token            | table | `SECRET#<sha256 hex>` | `SECRET`                |
 //! | Audit entry       | by id; list newest first               | table | `W#<ws>#AUDIT`        | `<ulid>`                |
-//! | Audit entry       | every workspace, newest first (admin)  | gsi1  | `AUDIT`               | `<ulid>`                |
-//! | Audit counter     | `totalCount` of the admin list         | table | `AUDIT`               | `COUNT#<shard 0..7>`    |
+//! | Audit entry       | every workspace, newest first (admin)  | gsi1  | `AUDIT#<shard 0..15>` (and `AUDIT`, from before) | `<ulid>` |
+//! | Audit counter     | `totalCount` of the admin list (shard 0; 1..7 read only, from before) | table | `AUDIT` | `COUNT#<shard>` |
+//! | Audit counter shard | the same, shard 1..15               | table | `AUDIT#COUNT#<shard>` | `COUNT#0`               |
 //! | Contact           | by id; list or time window by creation | table | `W#<ws>#CONTACT`      | `<id:16>`               |
 //! | Contact           | list by name                           | gsi1  | `W#<ws>#CONTACTNAME`  | `<folded name>#<id:16>` |
 //! | New contact       | `newContact=true`, by creation         | table | `W#<ws>#NEWCONTACT`   | `<id:16>`               |
@@ -78,9 +80,50 @@ pub const GSI1: Index = Index {
 /// Every secondary index of the table (the embedded store maintains the same ones).
 pub const GSIS: &[Index] = &[GSI1];
 
-/// Number of shards of the admin audit counter: spreads a write hot spot that
-/// every mutation of every workspace would otherwise share.
-pub const AUDIT_COUNTER_SHARDS: u32 = 8;
+/// Shards of the admin audit counter, which every mutation of the service
+/// moves: each shard is its own partition and takes 1/16 of those writes.
+pub const AUDIT_COUNTER_SHARDS: u32 = 16;
+
+/// A `totalCount` kept over several items (shards), so that no one item takes
+/// every create and delete of a busy list: a write moves one shard chosen at
+/// random, a read sums them all in one BatchGetItem. Shard 0 is the item a
+/// single counter always was, so a list counted before sharding needs no
+/// migration; each other shard has a partition of its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Counter {
+    written: Vec<Key>,
+    /// Shards of an earlier layout: read (their counts still stand), never moved.
+    read_only: Vec<Key>,
+}
+
+impl Counter {
+    /// Every item to read and sum.
+    pub fn keys(&self) -> Vec<Key> {
+        self.written
+            .iter()
+            .chain(&self.read_only)
+            .cloned()
+            .collect()
+    }
+
+    /// The shard a write moves: one at random.
+    pub fn any_shard(&self) -> Key {
+        let shard = rand::random::<u32>() as usize % self.written.len();
+        self.written[shard].clone()
+    }
+}
+
+/// Shards of a list's counter. Lists that one tenant may write hundreds of
+/// times a second (an import, a sync) get 4, and so does the audit list, which
+/// every mutation of its workspace moves; lists written by people (tags,
+/// campaigns, tokens...) keep one item, and one read. Each shard read costs
+/// half a read unit: docs/design.md#scale has the arithmetic.
+pub fn counter_shards(list: &str) -> u32 {
+    match list {
+        "AUDIT" | "CONTACT" | "NEWCONTACT" | "DEAL" => 4,
+        _ => 1,
+    }
+}
 
 fn ws(workspace_id: WorkspaceId) -> String {
     format!("W#{workspace_id}")
@@ -90,9 +133,19 @@ pub fn workspace(workspace_id: WorkspaceId) -> Key {
     Key::new(ws(workspace_id), "WORKSPACE")
 }
 
-/// The counter item behind a list's `totalCount`.
-pub fn counter(workspace_id: WorkspaceId, list: &str) -> Key {
-    Key::new(ws(workspace_id), format!("COUNT#{list}"))
+/// The counter behind a list's `totalCount`.
+pub fn counter(workspace_id: WorkspaceId, list: &str) -> Counter {
+    let sk = format!("COUNT#{list}");
+    let written = (0..counter_shards(list))
+        .map(|shard| match shard {
+            0 => Key::new(ws(workspace_id), sk.clone()),
+            n => Key::new(format!("{}#COUNT#{n}", ws(workspace_id)), sk.clone()),
+        })
+        .collect();
+    Counter {
+        written,
+        read_only: Vec::new(),
+    }
 }
 
 /// The partition that holds one kind of record of a workspace.
@@ -135,11 +188,42 @@ pub fn audit_entries(workspace_id: WorkspaceId) -> String {
     collection(workspace_id, "AUDIT")
 }
 
-/// gsi1 partition of every audit entry (the admin view).
+/// The admin view's first gsi1 partition (every audit entry written before
+/// [`audit_index_shard`]), and the table partition of the admin counter.
 pub const ALL_AUDIT: &str = "AUDIT";
 
-pub fn audit_counter_shard(shard: u32) -> Key {
-    Key::new(ALL_AUDIT, format!("COUNT#{shard}"))
+/// Shards of the admin view's index: an entry's shard comes from its id, so
+/// each of the 16 partitions takes 1/16 of the service's mutations.
+pub const AUDIT_INDEX_SHARDS: u32 = 16;
+
+/// The gsi1 partition of an audit entry in the admin view.
+pub fn audit_index_shard(entry_id: &str) -> String {
+    // The last characters of a ULID are random.
+    let shard = entry_id.bytes().rev().take(4).map(u32::from).sum::<u32>() % AUDIT_INDEX_SHARDS;
+    format!("{ALL_AUDIT}#{shard}")
+}
+
+/// Every gsi1 partition of the admin view, the one from before sharding included.
+pub fn audit_index_partitions() -> Vec<String> {
+    (0..AUDIT_INDEX_SHARDS)
+        .map(|shard| format!("{ALL_AUDIT}#{shard}"))
+        .chain([ALL_AUDIT.to_owned()])
+        .collect()
+}
+
+/// The counter of every workspace's audit entries (the admin list).
+pub fn audit_counter() -> Counter {
+    let written = (0..AUDIT_COUNTER_SHARDS)
+        .map(|shard| match shard {
+            0 => Key::new(ALL_AUDIT, "COUNT#0"),
+            n => Key::new(format!("{ALL_AUDIT}#COUNT#{n}"), "COUNT#0"),
+        })
+        .collect();
+    // Shards 1..7 of the first layout shared the `AUDIT` partition.
+    let read_only = (1..8)
+        .map(|n| Key::new(ALL_AUDIT, format!("COUNT#{n}")))
+        .collect();
+    Counter { written, read_only }
 }
 
 pub fn contact(workspace_id: WorkspaceId, contact_id: u64) -> Key {
@@ -298,7 +382,7 @@ pub fn snapshot(workspace_id: WorkspaceId, dashboard_id: u64, snapshot_id: &str)
 }
 
 /// The counter of one dashboard's snapshots.
-pub fn snapshot_counter(workspace_id: WorkspaceId, dashboard_id: u64) -> Key {
+pub fn snapshot_counter(workspace_id: WorkspaceId, dashboard_id: u64) -> Counter {
     counter(workspace_id, &format!("SNAPSHOT#{dashboard_id}"))
 }
 
@@ -416,14 +500,15 @@ mod tests {
 
     #[test]
     fn tenant_keys_start_with_the_workspace() {
-        for key in [
+        let shards = counter(WorkspaceId(7), "CONTACT").keys();
+        assert_eq!(shards.len(), 4);
+        for key in shards.into_iter().chain([
             workspace(WorkspaceId(7)),
-            counter(WorkspaceId(7), "TAG"),
             tag(WorkspaceId(7), 42),
             tag_name(WorkspaceId(7), "vip"),
             token(WorkspaceId(7), "01J"),
             audit_entry(WorkspaceId(7), "01J"),
-        ] {
+        ]) {
             assert!(key.pk == "W#7" || key.pk.starts_with("W#7#"), "{key:?}");
         }
         // W#7 must not be a prefix of W#70's partitions in a way a query could confuse:

@@ -221,7 +221,7 @@ pub async fn counted_page<R: crate::record::Record>(
     store: &dyn Store,
     query: Query,
     paging: Paging,
-    counter: crate::store::Key,
+    counter: crate::keys::Counter,
 ) -> ApiResult<ListPage<R>> {
     let (items, total) = tokio::try_join!(
         offset_page(store, query, paging),

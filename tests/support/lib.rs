@@ -21,6 +21,7 @@ use shared::domain::workspaces;
 use shared::http::AppState;
 use shared::keys;
 use shared::store::embedded::EmbeddedStore;
+use shared::store::embedded::partitions::PartitionWrites;
 use shared::store::{MetricsSnapshot, SharedStore};
 use tower::ServiceExt;
 
@@ -130,6 +131,14 @@ impl TestApp {
     pub async fn embedded() -> Self {
         let store: SharedStore = Arc::new(EmbeddedStore::in_memory(keys::GSIS));
         Self::with_store(store, Backend::Embedded, None).await
+    }
+
+    /// The embedded store with its hot-key detector on, and the detector.
+    pub async fn counting_partitions() -> (Self, Arc<PartitionWrites>) {
+        let store = EmbeddedStore::in_memory(keys::GSIS).count_partitions();
+        let partitions = store.partition_writes().expect("counting partitions");
+        let app = Self::with_store(Arc::new(store), Backend::Embedded, None).await;
+        (app, partitions)
     }
 
     /// The embedded store in a fresh folder (the engine on disk).

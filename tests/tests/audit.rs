@@ -115,3 +115,49 @@ api_test! {
         assert_eq!(paged["data"][0], all["data"][1]);
     }
 }
+
+api_test! {
+    /// The operator's view reads 16 index shards and the partition from before
+    /// sharding, newest first across all of them: an entry written under the
+    /// old key (`gsi1pk = AUDIT`) is still listed, in its place. A page costs
+    /// the same 17 queries and one counter read at any size of the service.
+    async fn admin_audit_merges_its_shards_and_the_old_partition(app) {
+        // An entry of the earlier layout: the one index partition `AUDIT`.
+        let old_id = shared::ids::new_ulid();
+        let mut old = app.store.get(&shared::keys::workspace(shared::ids::WorkspaceId(1)), false).await.unwrap().unwrap();
+        old.clear();
+        for (k, v) in [
+            ("pk", json!("W#1#AUDIT")), ("sk", json!(old_id)), ("_type", json!("AuditEntry")),
+            ("gsi1pk", json!("AUDIT")), ("gsi1sk", json!(old_id)), ("id", json!(old_id)),
+            ("workspaceId", json!(1)), ("action", json!("tag.legacy")), ("resource", json!("tag")),
+            ("resourceId", json!("1")), ("tokenId", json!("t")), ("requestId", json!("r")),
+            ("createdAt", json!("2026-11-22T00:00:00.000Z")), ("lastUpdateAt", json!("2026-11-22T00:00:00.000Z")),
+            ("updatedAt", json!("2026-11-22T00:00:00.000Z")),
+        ] {
+            old.insert(k.into(), v);
+        }
+        app.store.write(vec![shared::store::Write::Put { item: old, condition: None }]).await.unwrap();
+        let mut costs = Vec::new();
+        for size in [5, 40] {
+            while app.get("/v3/tags?limit=1").await.expect(200)["totalCount"].as_u64().unwrap() < size {
+                let n = app.get("/v3/tags?limit=1").await.expect(200)["totalCount"].as_u64().unwrap();
+                app.post("/v3/tags", json!({ "name": format!("tag {n}") })).await.expect(201);
+            }
+            let before = app.metrics();
+            let page = app.get("/v3/audit/admin?limit=5").await.expect(200);
+            let cost = app.metrics() - before;
+            costs.push((cost.gets, cost.batch_gets, cost.queries));
+            let ids: Vec<&str> = page["data"].as_array().unwrap().iter().map(|e| e["id"].as_str().unwrap()).collect();
+            let mut sorted = ids.clone();
+            sorted.sort_by(|a, b| b.cmp(a));
+            assert_eq!(ids, sorted, "newest first across shards");
+        }
+        assert_eq!(costs[0], (1, 1, 17), "token, the counter's shards, 16 shards and the old partition");
+        assert_eq!(costs[0], costs[1], "the same at 5 and 40 tags");
+        let all = app.get("/v3/audit/admin?limit=100").await.expect(200);
+        let actions = actions(&all);
+        assert_eq!(actions.last().map(String::as_str), Some("workspace.bootstrap"));
+        assert!(actions.iter().any(|a| a == "tag.legacy"), "{actions:?}");
+        assert_eq!(all["data"].as_array().unwrap().len() as u64, all["totalCount"].as_u64().unwrap() + 1, "the old entry is listed; the counter counts what was written through it");
+    }
+}

@@ -251,7 +251,7 @@ pub async fn create(store: &dyn Store, caller: &Caller, input: CreateTag) -> Api
                     &tag.id.to_string(),
                     name_taken(&tag.name),
                 )
-                .count(keys::counter(caller.workspace_id, LIST), 1);
+                .count_list(&keys::counter(caller.workspace_id, LIST), 1);
             m.commit(store, "tag.create", "tag", &tag.id.to_string())
                 .await?;
             Ok(tag)
@@ -324,7 +324,7 @@ pub async fn delete(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<Ta
             caller.workspace_id,
             &normalize_name(&tag.name),
         ))
-        .count(keys::counter(caller.workspace_id, LIST), -1);
+        .count_list(&keys::counter(caller.workspace_id, LIST), -1);
     m.commit(store, "tag.delete", "tag", &id.to_string())
         .await?;
     Ok(tag)

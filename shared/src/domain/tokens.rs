@@ -158,7 +158,7 @@ pub fn issue(
     };
     m.create(&token)?
         .put_item(record::to_item(&secret_item)?)
-        .count(keys::counter(workspace_id, LIST), 1);
+        .count_list(&keys::counter(workspace_id, LIST), 1);
     Ok(Issued { token, secret })
 }
 
@@ -227,7 +227,7 @@ pub async fn revoke(store: &dyn Store, caller: &Caller, id: &str) -> ApiResult<T
     let mut m = Mutation::new(caller);
     m.delete(token.key(), "API token")
         .remove(keys::token_secret(&token.sha256))
-        .count(keys::counter(caller.workspace_id, LIST), -1);
+        .count_list(&keys::counter(caller.workspace_id, LIST), -1);
     m.commit(store, "apiToken.revoke", "apiToken", id).await?;
     Ok(token.into())
 }

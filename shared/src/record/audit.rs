@@ -52,7 +52,7 @@ impl Record for AuditEntry {
     }
     fn index_keys(&self) -> Vec<(&'static str, String)> {
         vec![
-            (keys::GSI1.pk, keys::ALL_AUDIT.into()),
+            (keys::GSI1.pk, keys::audit_index_shard(&self.id)),
             (keys::GSI1.sk, self.id.clone()),
         ]
     }

@@ -17,7 +17,7 @@ pub async fn upsert<R: Versioned + Clone>(
     caller: &Caller,
     key: &Key,
     build: impl FnOnce(Option<R>) -> R,
-    counter: Option<Key>,
+    counter: Option<keys::Counter>,
     action: &str,
 ) -> ApiResult<R> {
     let current: Option<R> = get(store, key, true).await?;
@@ -32,8 +32,8 @@ pub async fn upsert<R: Versioned + Clone>(
         None => {
             next.set_version(1);
             m.create(&next)?;
-            if let Some(counter) = counter {
-                m.count(counter, 1);
+            if let Some(counter) = &counter {
+                m.count_list(counter, 1);
             }
         }
     }
@@ -198,6 +198,11 @@ impl<'a> Mutation<'a> {
         self
     }
 
+    /// Moves a list's counter: one of its shards, at random.
+    pub fn count_list(&mut self, counter: &keys::Counter, delta: i64) -> &mut Self {
+        self.count(counter.any_shard(), delta)
+    }
+
     /// Commits the change and its audit entry (`action` such as `tag.create`).
     pub async fn commit(
         mut self,
@@ -215,9 +220,8 @@ impl<'a> Mutation<'a> {
             },
             None,
         ));
-        self.count(keys::counter(self.caller.workspace_id, AUDIT_LIST), 1);
-        let shard = rand::random::<u32>() % keys::AUDIT_COUNTER_SHARDS;
-        self.count(keys::audit_counter_shard(shard), 1);
+        self.count_list(&keys::counter(self.caller.workspace_id, AUDIT_LIST), 1);
+        self.count_list(&keys::audit_counter(), 1);
 
         // A move that came to nothing is no write.
         self.writes

@@ -153,7 +153,7 @@ pub async fn create(
         let campaign = Campaign::new(id, ws, fields.clone(), CampaignStatus::Draft);
         async move {
             let mut m = Mutation::new(caller);
-            m.create(&campaign)?.count(keys::counter(ws, LIST), 1);
+            m.create(&campaign)?.count_list(&keys::counter(ws, LIST), 1);
             for item in index_items(&campaign) {
                 m.put_item(item);
             }

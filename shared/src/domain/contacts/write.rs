@@ -46,10 +46,10 @@ pub(crate) fn add_contact(m: &mut Mutation<'_>, contact: &Contact, count: bool) 
         m.put_item(contact.index_item(key));
     }
     if count {
-        m.count(keys::counter(ws, LIST), 1);
+        m.count_list(&keys::counter(ws, LIST), 1);
     }
     if contact.fields.new_contact {
-        m.count(keys::counter(ws, NEW_LIST), 1);
+        m.count_list(&keys::counter(ws, NEW_LIST), 1);
     }
     crate::domain::rollups::stage(m, ws, &[], &crate::domain::rollups::of_contact(contact));
     Ok(())
@@ -154,8 +154,8 @@ pub async fn update(
         &crate::domain::rollups::of_contact(&contact),
     );
     match (current.fields.new_contact, contact.fields.new_contact) {
-        (false, true) => m.count(keys::counter(ws, NEW_LIST), 1),
-        (true, false) => m.count(keys::counter(ws, NEW_LIST), -1),
+        (false, true) => m.count_list(&keys::counter(ws, NEW_LIST), 1),
+        (true, false) => m.count_list(&keys::counter(ws, NEW_LIST), -1),
         _ => &mut m,
     };
     m.commit(store, "contact.update", "contact", &id.to_string())

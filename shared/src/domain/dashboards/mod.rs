@@ -243,7 +243,8 @@ pub async fn create(
         };
         async move {
             let mut m = Mutation::new(caller);
-            m.create(&dashboard)?.count(keys::counter(ws, LIST), 1);
+            m.create(&dashboard)?
+                .count_list(&keys::counter(ws, LIST), 1);
             m.commit(store, "dashboard.create", "dashboard", &id.to_string())
                 .await?;
             Ok(dashboard)
@@ -328,8 +329,10 @@ pub async fn snapshot(
         version: 1,
     };
     let mut m = Mutation::new(caller);
-    m.create(&snapshot)?
-        .count(keys::snapshot_counter(caller.workspace_id, dashboard_id), 1);
+    m.create(&snapshot)?.count_list(
+        &keys::snapshot_counter(caller.workspace_id, dashboard_id),
+        1,
+    );
     m.commit(store, "snapshot.create", "snapshot", &snapshot.id)
         .await?;
     let message = JobMessage::new(

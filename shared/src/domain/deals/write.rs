@@ -70,7 +70,7 @@ pub async fn create(store: &dyn Store, caller: &Caller, input: DealInput) -> Api
         };
         async move {
             let mut m = Mutation::new(caller);
-            m.create(&deal)?.count(keys::counter(ws, LIST), 1);
+            m.create(&deal)?.count_list(&keys::counter(ws, LIST), 1);
             rollups::stage(&mut m, ws, &[], &rollups::of_deal(&deal));
             for item in deal.index_items() {
                 m.put_item(item);

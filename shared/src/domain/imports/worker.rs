@@ -184,8 +184,8 @@ async fn write_batch(
         for contact in &batch {
             contacts::add_contact(&mut m, contact, false)?;
         }
-        m.count(
-            keys::counter(caller.workspace_id, contacts::LIST),
+        m.count_list(
+            &keys::counter(caller.workspace_id, contacts::LIST),
             batch.len() as i64,
         );
         match m

@@ -25,9 +25,11 @@
 
 mod codec;
 mod migrate;
+pub mod partitions;
 mod read;
 mod write;
 
+use partitions::PartitionWrites;
 use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
@@ -58,6 +60,8 @@ pub struct EmbeddedStore {
     writer_thread: Option<std::thread::JoinHandle<()>>,
     index_defs: Arc<Vec<Index>>,
     metrics: Arc<Metrics>,
+    /// The hot-key detector, when asked for ([`EmbeddedStore::count_partitions`]).
+    partitions: Option<Arc<PartitionWrites>>,
     /// Held for the life of the store: one process per folder.
     _lock: Option<File>,
 }
@@ -112,8 +116,20 @@ impl EmbeddedStore {
             writer_thread: Some(writer_thread),
             index_defs,
             metrics: Arc::new(Metrics::default()),
+            partitions: None,
             _lock: lock,
         })
+    }
+
+    /// Counts the writes of every partition from now on (see [`partitions`]).
+    pub fn count_partitions(mut self) -> Self {
+        self.partitions = Some(Arc::new(PartitionWrites::default()));
+        self
+    }
+
+    /// The counts, when [`EmbeddedStore::count_partitions`] was asked for.
+    pub fn partition_writes(&self) -> Option<Arc<PartitionWrites>> {
+        self.partitions.clone()
     }
 
     /// The engine's key of a secondary-index entry of `item`, if it has one.
@@ -187,6 +203,10 @@ impl Store for EmbeddedStore {
     async fn write(&self, writes: Vec<Write>) -> Result<(), StoreError> {
         check_writes(&writes)?;
         let transactional = writes.len() > 1;
+        let counted = self
+            .partitions
+            .as_ref()
+            .map(|p| (p.clone(), writes.clone()));
         let (reply, answer) = oneshot::channel();
         self.writer
             .as_ref()
@@ -202,6 +222,9 @@ impl Store for EmbeddedStore {
             Metrics::count(&self.metrics.writes, 1);
         }
         Metrics::units(&self.metrics.write_milli_units, units);
+        if let Some((partitions, writes)) = counted {
+            partitions.record(&self.index_defs, &writes);
+        }
         Ok(())
     }
 
