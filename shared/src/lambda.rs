@@ -39,3 +39,11 @@ pub async fn app(group: Group) -> axum::Router {
     init_logs();
     http::app(state().await, vec![group])
 }
+
+/// The Router of a group that reads no table (the reference page): no SDK
+/// configuration at cold start, and none of the SDK linked into its binary.
+pub fn app_without_table(group: Group) -> axum::Router {
+    init_logs();
+    let empty = crate::store::embedded::EmbeddedStore::in_memory(&[]);
+    http::app(AppState::new(Arc::new(empty)), vec![group])
+}
