@@ -122,7 +122,7 @@ impl std::fmt::Display for WorkspaceId {
     }
 }
 
-const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+pub(crate) const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
 /// `n` random base62 characters (5.95 bits each) from the OS-seeded generator.
 pub fn random_base62(n: usize) -> String {

@@ -18,7 +18,7 @@ api_test! {
     async fn creates_a_token_and_shows_the_secret_once(app) {
         let created = app.post("/v3/api-tokens", json!({ "name": "CI" })).await.expect(201);
         let token = secret(&created);
-        assert!(token.starts_with("crm_") && token.len() == 44, "{token}");
+        assert!(token.starts_with("crm_1_") && token.len() == "crm_1_".len() + 38, "{token}");
         assert_eq!(created["prefix"], json!(&token[..8]));
         assert_eq!(created["name"], "CI");
         assert_eq!(created["workspaceId"], 1);
@@ -156,5 +156,26 @@ api_test! {
             .body(axum::body::Body::empty())
             .unwrap();
         app.raw(lower).await.expect(200);
+    }
+}
+
+api_test! {
+    /// A token names its workspace and ends in a checksum: a mistyped one is
+    /// refused with no read at all; a token from before (`crm_` and 40
+    /// characters, like the suite's admin token) still works.
+    async fn a_mistyped_token_is_refused_without_a_read(app) {
+        let token = secret(&app.post("/v3/api-tokens", json!({ "name": "CI" })).await.expect(201));
+        let last = token.chars().last().unwrap();
+        let typo = format!("{}{}", &token[..token.len() - 1], if last == 'a' { 'b' } else { 'a' });
+        let before = app.metrics();
+        app.as_token(&typo).get("/v3/workspaces/info").await.expect_error(401);
+        assert_eq!((app.metrics() - before).reads(), 0, "refused before any read");
+        // A token moved to another workspace does not hold its checksum either.
+        let (other, _) = app.new_workspace("Other").await;
+        let moved = token.replacen("crm_1_", &format!("crm_{other}_"), 1);
+        app.as_token(&moved).get("/v3/workspaces/info").await.expect_error(401);
+        app.as_token(&token).get("/v3/workspaces/info").await.expect(200);
+        assert!(!ADMIN_TOKEN.contains("crm_1_"), "the suite's token is of the earlier kind");
+        app.get("/v3/workspaces/info").await.expect(200);
     }
 }

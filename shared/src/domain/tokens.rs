@@ -136,7 +136,7 @@ pub fn issue(
     expires_at: Option<Timestamp>,
     secret: Option<String>,
 ) -> ApiResult<Issued> {
-    let secret = secret.unwrap_or_else(auth::generate_token);
+    let secret = secret.unwrap_or_else(|| auth::generate_token(workspace_id));
     let sha256 = auth::hash_token(&secret);
     let token = ApiToken {
         id: ids::new_ulid(),
