@@ -1,0 +1,112 @@
+//! Contacts and what hangs on them: phone, e-mail and name-word index items,
+//! organizations, conversations and last sessions.
+
+use super::collection;
+use crate::ids::{ContactId, WorkspaceId, padded};
+use crate::store::Key;
+
+pub fn contact(workspace_id: WorkspaceId, contact_id: u64) -> Key {
+    Key::new(contacts(workspace_id), padded(contact_id))
+}
+
+pub fn contacts(workspace_id: WorkspaceId) -> String {
+    collection(workspace_id, "CONTACT")
+}
+
+/// gsi1 partition of contacts by name.
+pub fn contacts_by_name(workspace_id: WorkspaceId) -> String {
+    collection(workspace_id, "CONTACTNAME")
+}
+
+pub fn contact_name_sort(folded_name: &str, contact_id: u64) -> String {
+    format!("{folded_name}#{}", padded(contact_id))
+}
+
+pub fn new_contacts(workspace_id: WorkspaceId) -> String {
+    collection(workspace_id, "NEWCONTACT")
+}
+
+pub fn new_contact(workspace_id: WorkspaceId, contact_id: u64) -> Key {
+    Key::new(new_contacts(workspace_id), padded(contact_id))
+}
+
+pub fn contact_phone(workspace_id: WorkspaceId, e164: &str) -> Key {
+    Key::new(collection(workspace_id, "PHONE"), e164)
+}
+
+pub fn contact_emails(workspace_id: WorkspaceId) -> String {
+    collection(workspace_id, "EMAIL")
+}
+
+/// Sort-key prefix of every contact with this (lowercased) e-mail.
+pub fn contact_email_prefix(email: &str) -> String {
+    format!("{email}#")
+}
+
+pub fn contact_email(workspace_id: WorkspaceId, email: &str, contact_id: u64) -> Key {
+    Key::new(
+        contact_emails(workspace_id),
+        format!("{email}#{}", padded(contact_id)),
+    )
+}
+
+pub fn contact_words(workspace_id: WorkspaceId) -> String {
+    collection(workspace_id, "NAMEWORD")
+}
+
+pub fn contact_word(workspace_id: WorkspaceId, word: &str, contact_id: u64) -> Key {
+    Key::new(
+        contact_words(workspace_id),
+        format!("{word}#{}", padded(contact_id)),
+    )
+}
+
+pub fn organization(workspace_id: WorkspaceId, organization_id: u64) -> Key {
+    Key::new(collection(workspace_id, "ORG"), padded(organization_id))
+}
+
+pub fn organization_contacts(workspace_id: WorkspaceId, organization_id: u64) -> String {
+    collection(workspace_id, &format!("ORG#{organization_id}"))
+}
+
+pub fn organization_contact(
+    workspace_id: WorkspaceId,
+    organization_id: u64,
+    ContactId(contact_id): ContactId,
+) -> Key {
+    Key::new(
+        organization_contacts(workspace_id, organization_id),
+        padded(contact_id),
+    )
+}
+
+pub fn conversation(workspace_id: WorkspaceId, conversation_id: u64) -> Key {
+    Key::new(
+        collection(workspace_id, "CONVERSATION"),
+        padded(conversation_id),
+    )
+}
+
+pub fn last_sessions(workspace_id: WorkspaceId) -> String {
+    collection(workspace_id, "LASTSESSION")
+}
+
+pub fn segment_sessions(workspace_id: WorkspaceId, segment_id: &str) -> String {
+    collection(workspace_id, &format!("SEGMENT#{segment_id}"))
+}
+
+/// `<time>#<contact:16>#<conversation:16>`: by time, then contact.
+pub fn last_session_sort(
+    time: &str,
+    ContactId(contact_id): ContactId,
+    conversation_id: u64,
+) -> String {
+    format!("{time}#{}#{}", padded(contact_id), padded(conversation_id))
+}
+
+/// The contact id of a last-session sort key.
+pub fn last_session_contact(sk: &str) -> Option<u64> {
+    let mut parts = sk.rsplit('#');
+    parts.next()?;
+    parts.next()?.parse().ok()
+}

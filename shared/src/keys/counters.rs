@@ -1,0 +1,85 @@
+//! Counters: a list's `totalCount` over shards, and the admin audit counter.
+
+use super::{ALL_AUDIT, ws};
+use crate::ids::WorkspaceId;
+use crate::store::Key;
+
+/// Shards of the admin audit counter, which every mutation of the service
+/// moves: each shard is its own partition and takes 1/16 of those writes.
+pub const AUDIT_COUNTER_SHARDS: u32 = 16;
+
+/// A `totalCount` kept over several items (shards), so that no one item takes
+/// every create and delete of a busy list: a write moves one shard chosen at
+/// random, a read sums them all in one BatchGetItem. Shard 0 is the item a
+/// single counter always was, so a list counted before sharding needs no
+/// migration; each other shard has a partition of its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Counter {
+    written: Vec<Key>,
+    /// Shards of an earlier layout: read (their counts still stand), never moved.
+    read_only: Vec<Key>,
+}
+
+impl Counter {
+    /// Every item to read and sum.
+    pub fn keys(&self) -> Vec<Key> {
+        self.written
+            .iter()
+            .chain(&self.read_only)
+            .cloned()
+            .collect()
+    }
+
+    /// The shard a write moves: one at random.
+    pub fn any_shard(&self) -> Key {
+        let shard = rand::random::<u32>() as usize % self.written.len();
+        self.written[shard].clone()
+    }
+}
+
+/// Shards of a list's counter. Lists that one tenant may write hundreds of
+/// times a second (an import, a sync) get 4, and so does the audit list, which
+/// every mutation of its workspace moves; lists written by people (tags,
+/// campaigns, tokens...) keep one item, and one read. Each shard read costs
+/// half a read unit: docs/design.md#scale has the arithmetic.
+pub fn counter_shards(list: &str) -> u32 {
+    match list {
+        "AUDIT" | "CONTACT" | "NEWCONTACT" | "DEAL" => 4,
+        _ => 1,
+    }
+}
+
+/// The counter behind a list's `totalCount`.
+pub fn counter(workspace_id: WorkspaceId, list: &str) -> Counter {
+    let sk = format!("COUNT#{list}");
+    let written = (0..counter_shards(list))
+        .map(|shard| match shard {
+            0 => Key::new(ws(workspace_id), sk.clone()),
+            n => Key::new(format!("{}#COUNT#{n}", ws(workspace_id)), sk.clone()),
+        })
+        .collect();
+    Counter {
+        written,
+        read_only: Vec::new(),
+    }
+}
+
+/// The counter of every workspace's audit entries (the admin list).
+pub fn audit_counter() -> Counter {
+    let written = (0..AUDIT_COUNTER_SHARDS)
+        .map(|shard| match shard {
+            0 => Key::new(ALL_AUDIT, "COUNT#0"),
+            n => Key::new(format!("{ALL_AUDIT}#COUNT#{n}"), "COUNT#0"),
+        })
+        .collect();
+    // Shards 1..7 of the first layout shared the `AUDIT` partition.
+    let read_only = (1..8)
+        .map(|n| Key::new(ALL_AUDIT, format!("COUNT#{n}")))
+        .collect();
+    Counter { written, read_only }
+}
+
+/// The counter of one dashboard's snapshots.
+pub fn snapshot_counter(workspace_id: WorkspaceId, dashboard_id: u64) -> Counter {
+    counter(workspace_id, &format!("SNAPSHOT#{dashboard_id}"))
+}

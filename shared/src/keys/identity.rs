@@ -1,0 +1,54 @@
+//! Tokens, their secrets, audit entries (and the admin view's index shards),
+//! and idempotency keys: who acted, and what was already done.
+
+use super::collection;
+use crate::ids::WorkspaceId;
+use crate::store::Key;
+
+pub fn token(workspace_id: WorkspaceId, token_id: &str) -> Key {
+    Key::new(collection(workspace_id, "TOKEN"), token_id)
+}
+
+pub fn tokens(workspace_id: WorkspaceId) -> String {
+    collection(workspace_id, "TOKEN")
+}
+
+pub fn token_secret(sha256_hex: &str) -> Key {
+    Key::new(format!("SECRET#{sha256_hex}"), "SECRET")
+}
+
+pub fn audit_entry(workspace_id: WorkspaceId, entry_id: &str) -> Key {
+    Key::new(collection(workspace_id, "AUDIT"), entry_id)
+}
+
+pub fn audit_entries(workspace_id: WorkspaceId) -> String {
+    collection(workspace_id, "AUDIT")
+}
+
+/// The admin view's first gsi1 partition (every audit entry written before
+/// [`audit_index_shard`]), and the table partition of the admin counter.
+pub const ALL_AUDIT: &str = "AUDIT";
+
+/// Shards of the admin view's index: an entry's shard comes from its id, so
+/// each of the 16 partitions takes 1/16 of the service's mutations.
+pub const AUDIT_INDEX_SHARDS: u32 = 16;
+
+/// The gsi1 partition of an audit entry in the admin view.
+pub fn audit_index_shard(entry_id: &str) -> String {
+    // The last characters of a ULID are random.
+    let shard = entry_id.bytes().rev().take(4).map(u32::from).sum::<u32>() % AUDIT_INDEX_SHARDS;
+    format!("{ALL_AUDIT}#{shard}")
+}
+
+/// Every gsi1 partition of the admin view, the one from before sharding included.
+pub fn audit_index_partitions() -> Vec<String> {
+    (0..AUDIT_INDEX_SHARDS)
+        .map(|shard| format!("{ALL_AUDIT}#{shard}"))
+        .chain([ALL_AUDIT.to_owned()])
+        .collect()
+}
+
+/// The record of one `Idempotency-Key` (its SHA-256) of a workspace.
+pub fn idempotency(ws: WorkspaceId, key_sha256: &str) -> Key {
+    Key::new(collection(ws, "IDEMPOTENCY"), key_sha256)
+}

@@ -1,0 +1,138 @@
+//! Every key format of the table, and nothing else. A reader finds here how each
+//! entity is stored and how each access pattern reads it.
+//!
+//! Tenant items have a partition key that starts with `W#<workspaceId>`, so no
+//! query built from a caller's workspace can reach another workspace's items.
+//! Numeric ids are zero-padded in sort keys so that key order is id order, which
+//! is creation order (ids are time-ordered).
+//!
+//! | Entity            | Access pattern                         | Index | pk                    | sk                      |
+//! |-------------------|----------------------------------------|-------|-----------------------|-------------------------|
+//! | Workspace         | by id                                  | table | `W#<ws>`              | `WORKSPACE`             |
+//! | Counter           | `totalCount` of a list (shard 0)       | table | `W#<ws>`              | `COUNT#<list>`          |
+//! | Counter shard     | the same, shard 1..N-1 ([`counter_shards`]) | table | `W#<ws>#COUNT#<shard>` | `COUNT#<list>`    |
+//! | Tag               | by id; list in creation order          | table | `W#<ws>#TAG`          | `<id:16>`               |
+//! | Tag name          | uniqueness per workspace (sentinel)    | table | `W#<ws>#UNIQUE`       | `TAGNAME#<normalized>`  |
+//! | API token         | by id; list in creation order          | table | `W#<ws>#TOKEN`        | `<ulid>`                |
+//! | Token secret      | authenticate a bearer token            | table | `SECRET#<sha256 hex>` | `SECRET`                |
+//! | Audit entry       | by id; list newest first               | table | `W#<ws>#AUDIT`        | `<ulid>`                |
+//! | Audit entry       | every workspace, newest first (admin)  | gsi1  | `AUDIT#<shard 0..15>` (and `AUDIT`, from before) | `<ulid>` |
+//! | Audit counter     | `totalCount` of the admin list (shard 0; 1..7 read only, from before) | table | `AUDIT` | `COUNT#<shard>` |
+//! | Audit counter shard | the same, shard 1..15               | table | `AUDIT#COUNT#<shard>` | `COUNT#0`               |
+//! | Contact           | by id; list or time window by creation | table | `W#<ws>#CONTACT`      | `<id:16>`               |
+//! | Contact           | list by name                           | gsi1  | `W#<ws>#CONTACTNAME`  | `<folded name>#<id:16>` |
+//! | New contact       | `newContact=true`, by creation         | table | `W#<ws>#NEWCONTACT`   | `<id:16>`               |
+//! | Contact phone     | phone identity (unique per workspace)  | table | `W#<ws>#PHONE`        | `<E.164>`               |
+//! | Contact e-mail    | exact e-mail, without case             | table | `W#<ws>#EMAIL`        | `<email>#<id:16>`       |
+//! | Contact name word | search by a word's first letters       | table | `W#<ws>#NAMEWORD`     | `<word>#<id:16>`        |
+//! | Organization      | by id                                  | table | `W#<ws>#ORG`          | `<id:16>`               |
+//! | Organization link | the contacts of an organization        | table | `W#<ws>#ORG#<org>`    | `<contact:16>`          |
+//! | Conversation      | by id                                  | table | `W#<ws>#CONVERSATION` | `<id:16>`               |
+//! | Last session      | contacts by last-session time          | table | `W#<ws>#LASTSESSION`  | `<time>#<contact:16>#<conversation:16>` |
+//! | Last session      | the same, in one segment               | table | `W#<ws>#SEGMENT#<seg>`| `<time>#<contact:16>#<conversation:16>` |
+//! | Product           | by id; list in id order                | table | `W#<ws>#PRODUCT`      | `<id:16>`               |
+//! | Custom field      | by id; list in id order                | table | `W#<ws>#CUSTOMFIELD`  | `<id:16>`               |
+//! | Business hour     | by id; list in id order                | table | `W#<ws>#BUSINESSHOUR` | `<id:16>`               |
+//! | Dashboard         | by id                                  | table | `W#<ws>#DASHBOARD`    | `<id:16>`               |
+//! | Snapshot          | by id; a dashboard's, newest first     | table | `W#<ws>#SNAPSHOT#<dashboard>` | `<ulid>`        |
+//! | Deal              | by id; list or window by creation      | table | `W#<ws>#DEAL`         | `<id:16>`               |
+//! | Deal index        | by stage, status, operator, pipeline, contact, tag, product (with a digest) | table | `W#<ws>#DEAL#<KIND>#<value>` | `<id:16>` |
+//! | Import job        | by id                                  | table | `W#<ws>#IMPORT`       | `<ulid>`                |
+//! | Import chunk      | the contacts of a job, in order        | table | `W#<ws>#IMPORT#<job>` | `CHUNK#<n:4>`           |
+//! | Welcome message   | by id (the outbox)                     | table | `W#<ws>#WELCOME`      | `<ulid>`                |
+//! | Welcome sent      | the same message within the window     | table | `W#<ws>#WELCOMESENT`  | `<e164>#<content sha256>` |
+//! | Checkout link     | by code                                | table | `W#<ws>#CHECKOUT`     | `<code>`                |
+//! | Checkout code     | the workspace of a code (callback)     | table | `CHECKOUT#<code>`     | `CHECKOUT`              |
+//! | Order             | by id; list newest first               | table | `W#<ws>#ORDER`        | `<id:16>`               |
+//! | Churn reason      | the suggestion list (every workspace)  | table | `CHURNREASON`         | `<folded reason>`       |
+//! | Redirect session  | by key, read once                      | table | `W#<ws>#REDIRECT`     | `<key>`                 |
+//! | Session           | by id (`PUT`/`GET /v3/reports/sessions/{id}`) | table | `W#<ws>#SESSION` | `<id>`            |
+//! | Session index     | by creation (all) or finish, and by operator, group, bot, channel, tag, campaign, conversation, phone (with a digest) | table | `W#<ws>#SESSIONS#<KIND>#<value>` | `<time>#<id>` |
+//! | Campaign          | by id; list newest first               | table | `W#<ws>#CAMPAIGN`     | `<id:16>`               |
+//! | Campaign index    | by status, channel, name word (with a digest) | table | `W#<ws>#CAMPAIGNS#<KIND>#<value>` | `<id:16>` or `<word>#<id:16>` |
+//! | Campaign report   | a results report counted once (sentinel) | table | `W#<ws>#CAMPAIGNREPORT#<id>` | `<report id>` |
+//! | Rollup            | a metric per day (and dimension), moved with the writes | table | `W#<ws>#ROLLUP#<series>` | `<day>` or `<day>#<dimension>` |
+//! | Local job         | jobs the in-process queue has not run  | table | `LOCALQUEUE`          | `<ulid>`                |
+//! | Local dead job    | jobs that failed every run (local)     | table | `LOCALQUEUE#DEAD`     | `<ulid>`                |
+//!
+//! Contact ids are time-ordered, so creation order is id order and a creation
+//! window is an id range (`ids::id_range`): no creation-time index is needed.
+//! The index items of a contact (phone, e-mail, words, new) are written in the
+//! contact's own transaction, so they are never out of step with it.
+//!
+//! The token secret, the admin audit list, a checkout code and the churn-reason
+//! suggestions are the only keys that do not start with a workspace: a bearer
+//! token arrives before its workspace is known, a payment provider's callback
+//! names only the code, and the operator's audit view and the suggestion list
+//! span workspaces by design.
+
+mod contacts;
+mod counters;
+mod identity;
+mod records;
+
+pub use contacts::*;
+pub use counters::*;
+pub use identity::*;
+pub use records::*;
+
+use crate::ids::WorkspaceId;
+use crate::store::{Index, Key};
+
+/// The one secondary index: overloaded keys, projection ALL.
+pub const GSI1: Index = Index {
+    name: Some("gsi1"),
+    pk: "gsi1pk",
+    sk: "gsi1sk",
+};
+
+/// Every secondary index of the table (the embedded store maintains the same ones).
+pub const GSIS: &[Index] = &[GSI1];
+
+fn ws(workspace_id: WorkspaceId) -> String {
+    format!("W#{workspace_id}")
+}
+
+pub fn workspace(workspace_id: WorkspaceId) -> Key {
+    Key::new(ws(workspace_id), "WORKSPACE")
+}
+
+/// The partition that holds one kind of record of a workspace.
+pub fn collection(workspace_id: WorkspaceId, kind: &str) -> String {
+    format!("{}#{kind}", ws(workspace_id))
+}
+
+/// The contact id at the end of an index item's sort key (`...#<id:16>` or `<id:16>`).
+pub fn trailing_id(sk: &str) -> Option<u64> {
+    sk.rsplit('#').next()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tenant_keys_start_with_the_workspace() {
+        let shards = counter(WorkspaceId(7), "CONTACT").keys();
+        assert_eq!(shards.len(), 4);
+        for key in shards.into_iter().chain([
+            workspace(WorkspaceId(7)),
+            tag(WorkspaceId(7), 42),
+            tag_name(WorkspaceId(7), "vip"),
+            token(WorkspaceId(7), "01J"),
+            audit_entry(WorkspaceId(7), "01J"),
+        ]) {
+            assert!(key.pk == "W#7" || key.pk.starts_with("W#7#"), "{key:?}");
+        }
+        // W#7 must not be a prefix of W#70's partitions in a way a query could confuse:
+        // queries are on whole partition keys, and the separator ends the number.
+        assert_ne!(tags(WorkspaceId(7)), tags(WorkspaceId(70)));
+        assert!(!tags(WorkspaceId(70)).starts_with(&format!("{}#", ws(WorkspaceId(7)))));
+    }
+
+    #[test]
+    fn tag_keys_sort_in_id_order() {
+        assert!(tag(WorkspaceId(1), 9).sk < tag(WorkspaceId(1), 10).sk);
+        assert_eq!(tag(WorkspaceId(1), 42).sk, "0000000000000042");
+    }
+}

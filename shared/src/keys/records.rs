@@ -1,0 +1,169 @@
+//! Every other resource: tags, products, deals, custom fields, business hours,
+//! dashboards and snapshots, imports, welcome messages, billing, churn
+//! reasons, redirects, sessions, campaigns, rollups and local jobs.
+
+use super::collection;
+use crate::ids::{WorkspaceId, padded};
+use crate::store::Key;
+
+pub fn tag(workspace_id: WorkspaceId, tag_id: u64) -> Key {
+    Key::new(collection(workspace_id, "TAG"), padded(tag_id))
+}
+
+pub fn tags(workspace_id: WorkspaceId) -> String {
+    collection(workspace_id, "TAG")
+}
+
+pub fn tag_name(workspace_id: WorkspaceId, normalized_name: &str) -> Key {
+    Key::new(
+        collection(workspace_id, "UNIQUE"),
+        format!("TAGNAME#{normalized_name}"),
+    )
+}
+
+pub fn product(workspace_id: WorkspaceId, product_id: u64) -> Key {
+    Key::new(products(workspace_id), padded(product_id))
+}
+
+pub fn products(workspace_id: WorkspaceId) -> String {
+    collection(workspace_id, "PRODUCT")
+}
+
+pub fn deal(workspace_id: WorkspaceId, deal_id: u64) -> Key {
+    Key::new(deals(workspace_id), padded(deal_id))
+}
+
+pub fn deals(workspace_id: WorkspaceId) -> String {
+    collection(workspace_id, "DEAL")
+}
+
+/// The deals of one stage, status, operator, pipeline, contact, tag or product.
+pub fn deals_by(workspace_id: WorkspaceId, kind: &str, value: &str) -> String {
+    collection(workspace_id, &format!("DEAL#{kind}#{value}"))
+}
+
+pub fn custom_field(workspace_id: WorkspaceId, id: u64) -> Key {
+    Key::new(custom_fields(workspace_id), padded(id))
+}
+
+pub fn custom_fields(workspace_id: WorkspaceId) -> String {
+    collection(workspace_id, "CUSTOMFIELD")
+}
+
+pub fn business_hour(workspace_id: WorkspaceId, id: u64) -> Key {
+    Key::new(business_hours(workspace_id), padded(id))
+}
+
+pub fn business_hours(workspace_id: WorkspaceId) -> String {
+    collection(workspace_id, "BUSINESSHOUR")
+}
+
+pub fn dashboard(workspace_id: WorkspaceId, id: u64) -> Key {
+    Key::new(collection(workspace_id, "DASHBOARD"), padded(id))
+}
+
+pub fn snapshots(workspace_id: WorkspaceId, dashboard_id: u64) -> String {
+    collection(workspace_id, &format!("SNAPSHOT#{dashboard_id}"))
+}
+
+pub fn snapshot(workspace_id: WorkspaceId, dashboard_id: u64, snapshot_id: &str) -> Key {
+    Key::new(snapshots(workspace_id, dashboard_id), snapshot_id)
+}
+
+pub fn import_job(workspace_id: WorkspaceId, job_id: &str) -> Key {
+    Key::new(collection(workspace_id, "IMPORT"), job_id)
+}
+
+pub fn import_chunks(workspace_id: WorkspaceId, job_id: &str) -> String {
+    collection(workspace_id, &format!("IMPORT#{job_id}"))
+}
+
+pub fn import_chunk(workspace_id: WorkspaceId, job_id: &str, n: usize) -> Key {
+    Key::new(import_chunks(workspace_id, job_id), format!("CHUNK#{n:04}"))
+}
+
+pub fn welcome_message(ws: WorkspaceId, id: &str) -> Key {
+    Key::new(collection(ws, "WELCOME"), id)
+}
+
+/// The sentinel of one message (recipient and content) sent recently.
+pub fn welcome_sent(ws: WorkspaceId, e164: &str, content_sha256: &str) -> Key {
+    Key::new(
+        collection(ws, "WELCOMESENT"),
+        format!("{e164}#{content_sha256}"),
+    )
+}
+
+pub fn checkout_link(ws: WorkspaceId, code: &str) -> Key {
+    Key::new(collection(ws, "CHECKOUT"), code)
+}
+
+/// The workspace of a checkout code, for the payment provider's callback.
+pub fn checkout_code(code: &str) -> Key {
+    Key::new(format!("CHECKOUT#{code}"), "CHECKOUT")
+}
+
+pub fn order(ws: WorkspaceId, id: u64) -> Key {
+    Key::new(orders(ws), padded(id))
+}
+
+pub fn orders(ws: WorkspaceId) -> String {
+    collection(ws, "ORDER")
+}
+
+/// The partition of the churn-reason suggestions (one list for every workspace).
+pub const CHURN_REASONS: &str = "CHURNREASON";
+
+pub fn churn_reason(folded: &str) -> Key {
+    Key::new(CHURN_REASONS, folded)
+}
+
+pub fn redirect_session(ws: WorkspaceId, key: &str) -> Key {
+    Key::new(collection(ws, "REDIRECT"), key)
+}
+
+pub fn session(ws: WorkspaceId, id: &str) -> Key {
+    Key::new(collection(ws, "SESSION"), id)
+}
+
+/// The sessions of one kind and value (`CREATED#ALL`, `OPERATOR#ana`, ...).
+pub fn sessions_by(ws: WorkspaceId, kind: &str, value: &str) -> String {
+    collection(ws, &format!("SESSIONS#{kind}#{value}"))
+}
+
+pub fn campaign(ws: WorkspaceId, id: u64) -> Key {
+    Key::new(campaigns(ws), padded(id))
+}
+
+pub fn campaigns(ws: WorkspaceId) -> String {
+    collection(ws, "CAMPAIGN")
+}
+
+/// The campaigns of one status, channel or name word.
+pub fn campaigns_by(ws: WorkspaceId, kind: &str, value: &str) -> String {
+    collection(ws, &format!("CAMPAIGNS#{kind}#{value}"))
+}
+
+/// A results report already counted (the messaging side's report id).
+pub fn campaign_report(ws: WorkspaceId, campaign_id: u64, report_id: &str) -> Key {
+    Key::new(
+        collection(ws, &format!("CAMPAIGNREPORT#{campaign_id}")),
+        report_id,
+    )
+}
+
+/// A metric's daily counts (`contacts.created`, `deals.wonValueByPipeline`, ...).
+pub fn rollups(ws: WorkspaceId, series: &str) -> String {
+    collection(ws, &format!("ROLLUP#{series}"))
+}
+
+/// The partition of the in-process job queue (`crm serve`): a job message
+/// stays here until it ran, so a job accepted before a crash runs after the
+/// restart. SQS keeps them on AWS; nothing writes here there.
+pub const LOCAL_JOBS: &str = "LOCALQUEUE";
+/// Local job messages that failed every run, kept for a person to look at.
+pub const LOCAL_DEAD_JOBS: &str = "LOCALQUEUE#DEAD";
+
+pub fn local_job(id: &str) -> Key {
+    Key::new(LOCAL_JOBS, id)
+}
