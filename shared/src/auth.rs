@@ -149,7 +149,7 @@ pub fn token_shape(token: &str) -> TokenShape {
 }
 
 pub fn hash_token(token: &str) -> String {
-    hex::encode(Sha256::digest(token.as_bytes()))
+    ids::sha256_hex(token.as_bytes())
 }
 
 fn bearer(parts: &Parts) -> Result<&str, ApiError> {

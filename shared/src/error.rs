@@ -83,6 +83,16 @@ impl ApiError {
             ..Self::new(StatusCode::SERVICE_UNAVAILABLE, message)
         }
     }
+    /// 413: a body over [`crate::http::BODY_LIMIT`].
+    pub fn body_too_large() -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "the body is larger than {} KB",
+                crate::http::BODY_LIMIT / 1024
+            ),
+        )
+    }
     /// Tells the client how many seconds to wait before retrying.
     pub fn retry_after(mut self, seconds: u32) -> Self {
         self.retry_after = Some(seconds);

@@ -25,10 +25,9 @@ use std::sync::{Arc, Mutex};
 
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::error::{ApiError, ApiResult};
-use crate::ids::{self, Timestamp, WorkspaceId};
+use crate::ids::{self, Timestamp, WorkspaceId, sha256_hex};
 use crate::keys;
 use crate::record::{self, Record};
 use crate::store::{Condition, Key, Store, StoreError, Write};
@@ -86,10 +85,6 @@ impl Record for IdempotencyRecord {
 /// Whether a header value is a usable key: 1..=255 printable ASCII characters.
 pub fn valid_key(key: &str) -> bool {
     !key.is_empty() && key.len() <= MAX_KEY_LEN && key.bytes().all(|b| (0x20..=0x7e).contains(&b))
-}
-
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
 }
 
 /// What a request with a key is to do.

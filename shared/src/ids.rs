@@ -124,6 +124,13 @@ impl std::fmt::Display for WorkspaceId {
 
 pub(crate) const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
+/// The SHA-256 of some bytes, as 64 hex digits (token hashes, idempotency
+/// keys and bodies, message contents).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
 /// `n` random base62 characters (5.95 bits each) from the OS-seeded generator.
 pub fn random_base62(n: usize) -> String {
     use rand::Rng;

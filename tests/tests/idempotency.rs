@@ -140,7 +140,7 @@ api_test! {
         let first = post_with_key(&app, "/v3/tags", "old", &body).await.expect(201);
         let key = shared::keys::idempotency(
             shared::ids::WorkspaceId(1),
-            &shared::idempotency::sha256_hex(b"old"),
+            &shared::ids::sha256_hex(b"old"),
         );
         app.expire(key, "expiresAt").await;
         app.delete(&format!("/v3/tags/{}", first["id"].as_str().unwrap())).await.expect(200);

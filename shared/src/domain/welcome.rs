@@ -14,7 +14,6 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 use validator::Validate;
 
 use crate::auth::Caller;
@@ -160,7 +159,7 @@ pub async fn send(store: &dyn Store, caller: &Caller, input: SendWelcome) -> Api
     };
     let content = {
         let canonical = serde_json::json!([input.template_id, input.text, variables]);
-        hex::encode(Sha256::digest(canonical.to_string().as_bytes()))
+        crate::ids::sha256_hex(canonical.to_string().as_bytes())
     };
     let sent_key = keys::welcome_sent(ws, &phone, &content);
 

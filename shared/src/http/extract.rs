@@ -7,7 +7,6 @@ use axum::http::{StatusCode, header, request::Parts};
 use serde::de::DeserializeOwned;
 use validator::Validate;
 
-use super::BODY_LIMIT;
 use crate::error::{ApiError, parse_json, serde_problem, validation_error};
 
 /// A JSON body, parsed strictly (unknown fields are refused) and validated.
@@ -45,14 +44,11 @@ where
     }
 }
 
-/// The bytes of a body, within [`BODY_LIMIT`] (413 past it).
+/// The bytes of a body, within [`super::BODY_LIMIT`] (413 past it).
 async fn body_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
     Bytes::from_request(req, state).await.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!("the body is larger than {} KB", BODY_LIMIT / 1024),
-            )
+            ApiError::body_too_large()
         } else {
             ApiError::bad_request(format!("could not read the body: {rejection}"))
         }

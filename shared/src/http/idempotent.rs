@@ -57,13 +57,9 @@ async fn run(state: AppState, req: Request, next: Next) -> Result<Response, Resp
     let caller = Caller::from_request_parts(&mut parts, &state)
         .await
         .map_err(IntoResponse::into_response)?;
-    let bytes = to_bytes(body, BODY_LIMIT).await.map_err(|_| {
-        ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!("the body is larger than {} KB", BODY_LIMIT / 1024),
-        )
-        .into_response()
-    })?;
+    let bytes = to_bytes(body, BODY_LIMIT)
+        .await
+        .map_err(|_| ApiError::body_too_large().into_response())?;
     let route = format!("POST {}", parts.uri.path());
     let begun = idempotency::begin(
         state.store.as_ref(),
@@ -89,9 +85,16 @@ async fn run(state: AppState, req: Request, next: Next) -> Result<Response, Resp
     let (parts, body) = response.into_parts();
     let status = parts.status.as_u16();
     let headers = stored_headers(&parts.headers);
-    // The body of an answer is small (a record); one too large to keep is
-    // answered and not kept, and a retry learns that it was applied.
-    let bytes = to_bytes(body, BODY_LIMIT).await.unwrap_or_default();
+    // An answer too large to keep is answered in full and not kept; a retry
+    // then learns that it was applied. An answer that cannot be read (a
+    // failing stream) is a 500 and keeps nothing either.
+    let bytes = match to_bytes(body, usize::MAX).await {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            idempotency::finish(state.store.as_ref(), &claim, 500, Vec::new(), None).await;
+            return Err(ApiError::internal(e).into_response());
+        }
+    };
     let text = String::from_utf8(bytes.to_vec())
         .ok()
         .filter(|t| t.len() <= MAX_KEPT_BODY);

@@ -254,11 +254,7 @@ async fn limits(req: Request, next: Next) -> Response {
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > BODY_LIMIT as u64) {
         drain(req.into_body()).await;
-        return ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!("the body is larger than {} KB", BODY_LIMIT / 1024),
-        )
-        .into_response();
+        return ApiError::body_too_large().into_response();
     }
     next.run(req).await
 }
