@@ -1,326 +1,284 @@
-//! Measures the Lambda functions as Lambda runs them: each function binary is
-//! started against this program's implementation of the Lambda Runtime API
-//! (`/2018-06-01/runtime/invocation/next` and `/response`), fed an API Gateway
-//! event, and timed.
+//! Measures the Lambda functions as Lambda runs them, side by side with a bare
+//! reference function (`src/bin/reference.rs`: aws-config, one DynamoDB client
+//! and one GetItem per call). Each function binary is started against a local
+//! Runtime API (`runtime.rs`), fed API Gateway events, and timed:
 //!
-//! - init: process start to its first `next` poll (what Lambda reports as Init
-//!   Duration: runtime, logging, `SdkConfig`, client);
-//! - first: the first invocation, sent to `next` until the response is posted
-//!   (connection set-up and credential resolution happen here);
+//! - init: process start to its first `next` poll (Lambda's Init Duration:
+//!   runtime, logging, `SdkConfig`, client);
+//! - first: the first invocation (connection set-up and credentials happen here);
 //! - warm p50/p99: the following invocations;
 //! - peak RSS: the process's VmHWM after the run.
 //!
-//! `scripts/bench.sh` builds the release binaries, starts DynamoDB Local and
-//! writes the table this prints into `docs/bench-results.md`.
+//! Rounds go over every function in turn (one cold start each), so a drift of
+//! the machine touches them all alike. Every figure is also given as a ratio to
+//! the reference's. `scripts/bench.sh` builds the release binaries, starts
+//! DynamoDB Local, loads the demo records and writes the table into
+//! `docs/bench-results.md`.
 
-use std::collections::HashMap;
+mod phone;
+mod runtime;
+
 use std::path::PathBuf;
-use std::process::Stdio;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use axum::Router;
-use axum::body::Bytes;
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
-use axum::response::IntoResponse;
-use axum::routing::{get, post};
 use clap::Parser;
-use tokio::sync::{Mutex, mpsc, oneshot};
+use runtime::{Running, http_event};
+use serde_json::{Value, json};
 
 #[derive(Parser)]
 struct Args {
-    /// `name=binary=event.json`, repeated: a function binary and the event it gets.
-    #[arg(long = "function", required = true)]
-    functions: Vec<String>,
+    /// Where the release binaries are.
+    #[arg(long, default_value = "target/release")]
+    bin_dir: PathBuf,
     /// Cold starts per function (a new process each).
     #[arg(long, default_value_t = 10)]
     cold_starts: usize,
     /// Warm invocations after each cold start.
     #[arg(long, default_value_t = 100)]
     warm: usize,
-    /// Replaces `crm_REPLACE_WITH_YOUR_TOKEN` in the events.
+    /// An admin token of workspace 1 (it issues the token the bench calls with).
     #[arg(long, env = "CRM_BOOTSTRAP_TOKEN")]
-    token: String,
+    admin_token: String,
+    /// Only the rows whose function is named here (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
 }
 
-/// Phone identity: the Brazilian fast path, and the `phonenumber` crate's first
-/// parse (which loads its metadata) and later ones. Run in this fresh process.
-fn phone_table() {
-    let time = |f: &dyn Fn()| {
-        let started = Instant::now();
-        f();
-        started.elapsed()
-    };
-    let n = 100_000;
-    let fast = time(&|| {
-        for i in 0..n {
-            let _ = shared::phone::canonical(&format!("(11) 9{:04}-{:04}", i % 10_000, i % 7_919));
-        }
-    });
-    let first = time(&|| {
-        let _ = shared::phone::canonical("+44 20 7946 0958");
-    });
-    let later = time(&|| {
-        for _ in 0..1_000 {
-            let _ = shared::phone::canonical("+1 (415) 555-2671");
-        }
-    });
-    println!();
-    println!("| phone identity | time |");
-    println!("|---|---|");
-    println!(
-        "| Brazilian fast path, per phone (mean of {n}) | {:.2} µs |",
-        fast.as_secs_f64() * 1e6 / n as f64
-    );
-    println!(
-        "| first international phone (phonenumber loads its metadata) | {:.1} ms |",
-        ms(first)
-    );
-    println!(
-        "| later international phones, per phone (mean of 1,000) | {:.1} µs |",
-        later.as_secs_f64() * 1e6 / 1_000.0
-    );
+/// What one row measures.
+struct Row {
+    function: &'static str,
+    /// `GET /path`, after `{name}` is replaced by a fixture's id.
+    request: String,
+    kind: &'static str,
+    env: Vec<(String, String)>,
+    event: String,
 }
 
 #[derive(Default)]
-struct Runtime {
-    /// Events waiting for the function's next poll.
-    events: Mutex<Option<mpsc::Receiver<(String, String)>>>,
-    /// Waiting for a response, by request id.
-    waiting: Mutex<HashMap<String, oneshot::Sender<(u16, String)>>>,
-    /// Told when the function polls `next` (it is ready).
-    polled: Mutex<Option<mpsc::Sender<()>>>,
-}
-
-async fn next(State(rt): State<Arc<Runtime>>) -> impl IntoResponse {
-    // Only the first poll is waited for (it ends the init); never block on the rest.
-    if let Some(tx) = rt.polled.lock().await.as_ref() {
-        let _ = tx.try_send(());
-    }
-    let event = {
-        let mut events = rt.events.lock().await;
-        match events.as_mut() {
-            Some(rx) => rx.recv().await,
-            None => None,
-        }
-    };
-    let Some((id, body)) = event else {
-        // No more events: keep the function parked until it is killed.
-        tokio::time::sleep(Duration::from_secs(3600)).await;
-        return (StatusCode::NO_CONTENT, HeaderMap::new(), String::new());
-    };
-    let mut headers = HeaderMap::new();
-    let deadline = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis()
-        + 10_000;
-    headers.insert(
-        "lambda-runtime-aws-request-id",
-        HeaderValue::from_str(&id).unwrap(),
-    );
-    headers.insert(
-        "lambda-runtime-deadline-ms",
-        HeaderValue::from(deadline as u64),
-    );
-    headers.insert(
-        "lambda-runtime-invoked-function-arn",
-        HeaderValue::from_static("arn:aws:lambda:us-east-1:123456789012:function:bench"),
-    );
-    headers.insert(
-        "lambda-runtime-trace-id",
-        HeaderValue::from_static("Root=1-00000000-000000000000000000000000"),
-    );
-    (StatusCode::OK, headers, body)
-}
-
-async fn respond(
-    State(rt): State<Arc<Runtime>>,
-    Path(id): Path<String>,
-    body: Bytes,
-) -> StatusCode {
-    let status = serde_json::from_slice::<serde_json::Value>(&body)
-        .ok()
-        .and_then(|v| v["statusCode"].as_u64())
-        .unwrap_or(0) as u16;
-    if let Some(tx) = rt.waiting.lock().await.remove(&id) {
-        let _ = tx.send((status, String::from_utf8_lossy(&body).into_owned()));
-    }
-    StatusCode::ACCEPTED
-}
-
-async fn error(State(rt): State<Arc<Runtime>>, Path(id): Path<String>, body: Bytes) -> StatusCode {
-    if let Some(tx) = rt.waiting.lock().await.remove(&id) {
-        let _ = tx.send((500, String::from_utf8_lossy(&body).into_owned()));
-    }
-    StatusCode::ACCEPTED
-}
-
-async fn init_error(body: Bytes) -> StatusCode {
-    eprintln!("init error: {}", String::from_utf8_lossy(&body));
-    StatusCode::ACCEPTED
-}
-
-struct Sample {
-    init: Duration,
-    first: Duration,
-    warm: Vec<Duration>,
+struct Samples {
+    init: Vec<f64>,
+    first: Vec<f64>,
+    warm: Vec<f64>,
     peak_rss_kb: u64,
-}
-
-fn peak_rss_kb(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
-async fn one_cold_start(binary: &PathBuf, event: &str, warm: usize) -> Result<Sample, String> {
-    let rt = Arc::new(Runtime::default());
-    let (event_tx, event_rx) = mpsc::channel(1);
-    let (poll_tx, mut poll_rx) = mpsc::channel(16);
-    *rt.events.lock().await = Some(event_rx);
-    *rt.polled.lock().await = Some(poll_tx);
-    let app = Router::new()
-        .route("/2018-06-01/runtime/invocation/next", get(next))
-        .route(
-            "/2018-06-01/runtime/invocation/{id}/response",
-            post(respond),
-        )
-        .route("/2018-06-01/runtime/invocation/{id}/error", post(error))
-        .route("/2018-06-01/runtime/init/error", post(init_error))
-        .with_state(rt.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .map_err(|e| e.to_string())?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    let server = tokio::spawn(async move { axum::serve(listener, app).await });
-
-    let started = Instant::now();
-    let mut child = tokio::process::Command::new(binary)
-        .env("AWS_LAMBDA_RUNTIME_API", addr.to_string())
-        .env("AWS_LAMBDA_FUNCTION_NAME", "bench")
-        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
-        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-        .env("AWS_LAMBDA_LOG_STREAM_NAME", "bench")
-        .env("AWS_LAMBDA_LOG_GROUP_NAME", "bench")
-        .env(
-            "RUST_LOG",
-            std::env::var("BENCH_FUNCTION_LOG").unwrap_or_else(|_| "warn".into()),
-        )
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| format!("{}: {e}", binary.display()))?;
-    let pid = child.id().unwrap_or(0);
-    tokio::time::timeout(Duration::from_secs(10), poll_rx.recv())
-        .await
-        .map_err(|_| "the function never polled for an event".to_owned())?;
-    let init = started.elapsed();
-
-    let mut latencies = Vec::with_capacity(warm + 1);
-    for n in 0..=warm {
-        let id = format!("bench-{n}");
-        let (tx, rx) = oneshot::channel();
-        rt.waiting.lock().await.insert(id.clone(), tx);
-        let sent = Instant::now();
-        event_tx
-            .send((id, event.to_owned()))
-            .await
-            .map_err(|e| e.to_string())?;
-        let (status, body) = tokio::time::timeout(Duration::from_secs(10), rx)
-            .await
-            .map_err(|_| "no response within 10 s".to_owned())?
-            .map_err(|e| e.to_string())?;
-        latencies.push(sent.elapsed());
-        if !(200..300).contains(&status) {
-            return Err(format!("status {status}: {body}"));
-        }
-    }
-    let peak_rss_kb = peak_rss_kb(pid);
-    let _ = child.kill().await;
-    server.abort();
-    let first = latencies.remove(0);
-    Ok(Sample {
-        init,
-        first,
-        warm: latencies,
-        peak_rss_kb,
-    })
 }
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+fn percentile(v: &[f64], p: f64) -> f64 {
+    let mut v = v.to_vec();
     v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    v[((v.len() as f64 - 1.0) * p).round() as usize]
 }
 
-fn percentile(mut v: Vec<f64>, p: f64) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let i = ((v.len() as f64 - 1.0) * p).round() as usize;
-    v[i]
+/// Calls `function` once on a fresh process, for fixtures: the answer's JSON.
+async fn once(args: &Args, function: &str, event: &str) -> Result<Value, String> {
+    let mut f = Running::start(&args.bin_dir.join(function), &[]).await?;
+    let (status, body, _) = f.call(event).await?;
+    f.stop().await;
+    let answer: Value = serde_json::from_str(&body).map_err(|e| e.to_string())?;
+    let payload = answer["body"].as_str().unwrap_or_default();
+    if !(200..300).contains(&status) {
+        return Err(format!("{function}: {status} {payload}"));
+    }
+    serde_json::from_str(payload).map_err(|e| format!("{function}: {e}: {payload}"))
+}
+
+/// Creates what the reads read, through the functions themselves, and issues
+/// the (workspace-scoped, current-format) token the bench calls with.
+async fn fixtures(args: &Args) -> Result<(String, Vec<(&'static str, String)>), String> {
+    let admin = Some(args.admin_token.as_str());
+    let post = |path: &str, body: Value| http_event("POST", path, admin, Some(&body.to_string()));
+    let issued = once(
+        args,
+        "api-tokens",
+        &post("/v3/api-tokens", json!({ "name": "bench" })),
+    )
+    .await?;
+    let token = issued["token"]
+        .as_str()
+        .ok_or("no token issued")?
+        .to_owned();
+    let id = |v: Value| v["id"].as_str().map(str::to_owned).ok_or("no id");
+    let tag = id(once(args, "tags", &post("/v3/tags", json!({ "name": "bench" }))).await?)?;
+    let contact = id(once(
+        args,
+        "contacts",
+        &post(
+            "/v3/contacts",
+            json!({ "name": "Bench", "phone": "11 98888-0001" }),
+        ),
+    )
+    .await?)?;
+    let deal = id(once(args, "deals", &post("/v3/deals", json!({
+        "name": "Plan", "value": 10, "status": "open", "contactId": contact.parse::<u64>().unwrap_or(1),
+        "operatorId": 7, "groupId": 1, "pipelineId": "sales", "stageId": "lead", "origin": "site", "tagIds": []
+    }))).await?)?;
+    let dashboard = id(once(
+        args,
+        "dashboards",
+        &post("/v3/dashboards", json!({ "name": "Bench", "layout": [] })),
+    )
+    .await?)?;
+    let campaign = id(once(args, "campaigns", &post("/v3/campaigns", json!({
+        "name": "Bench", "leadsCount": 10, "message": "Hi", "scheduledTo": "2030-01-01T00:00:00Z"
+    }))).await?)?;
+    Ok((
+        token,
+        vec![
+            ("{tag}", tag),
+            ("{contact}", contact),
+            ("{deal}", deal),
+            ("{dashboard}", dashboard),
+            ("{campaign}", campaign),
+        ],
+    ))
+}
+
+const PLAN: &[(&str, &str, &str)] = &[
+    ("reference", "GetItem of the tag", "by id"),
+    ("tags", "GET /v3/tags/{tag}", "by id"),
+    ("tags", "GET /v3/tags?limit=20", "list"),
+    ("contacts", "GET /v3/contacts/{contact}", "by id"),
+    ("contacts", "GET /v3/contacts?limit=20", "list"),
+    ("deals", "GET /v3/deals/{deal}", "by id"),
+    (
+        "deals",
+        "GET /v3/deals?roleId=1&isOwner=true&userId=7&limit=20",
+        "list",
+    ),
+    ("products", "GET /v3/products/1", "by id"),
+    ("custom-fields", "GET /v3/custom-fields/1", "by id"),
+    ("business-hours", "GET /v3/business-hours/1", "by id"),
+    ("dashboards", "GET /v3/dashboards/{dashboard}", "by id"),
+    ("campaigns", "GET /v3/campaigns/{campaign}", "by id"),
+    ("reports", "GET /v3/reports/sessions/demo-0000", "by id"),
+    ("workspaces", "GET /v3/workspaces/info", "by id"),
+    ("api-tokens", "GET /v3/api-tokens", "list"),
+    ("audit", "GET /v3/audit?limit=20", "list"),
+    ("utility", "GET /v3/time/utc", "token only"),
+    ("api-docs", "GET /openapi.json", "no token"),
+    ("job-worker", "SQS: a job that does not exist", "event"),
+];
+
+fn rows(args: &Args, token: &str, ids: &[(&str, String)]) -> Vec<Row> {
+    let workspace = token
+        .split('_')
+        .nth(1)
+        .and_then(|w| w.parse().ok())
+        .unwrap_or(1);
+    let tag_id = ids[0].1.parse().unwrap_or(0);
+    let tag = shared::keys::tag(shared::ids::WorkspaceId(workspace), tag_id);
+    PLAN.iter()
+        .filter(|(f, ..)| args.only.is_empty() || args.only.iter().any(|o| o == f))
+        .map(|&(function, request, kind)| {
+            let request = ids
+                .iter()
+                .fold(request.to_owned(), |r, (name, id)| r.replace(name, id));
+            let (env, event) = match function {
+                "reference" => (
+                    vec![("BENCH_PK".into(), tag.pk.clone()), ("BENCH_SK".into(), tag.sk.clone())],
+                    http_event("GET", "/", None, None),
+                ),
+                "job-worker" => (vec![], json!({ "Records": [{
+                    "messageId": "bench", "receiptHandle": "bench", "eventSource": "aws:sqs",
+                    "body": json!({ "workspaceId": workspace, "jobId": "bench-missing" }).to_string(),
+                    "attributes": { "ApproximateReceiveCount": "1" }, "messageAttributes": {},
+                    "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:bench", "awsRegion": "us-east-1"
+                }]}).to_string()),
+                _ => {
+                    let target = request.trim_start_matches("GET ");
+                    let auth = (kind != "no token").then_some(token);
+                    (vec![], http_event("GET", target, auth, None))
+                }
+            };
+            Row { function, request, kind, env, event }
+        })
+        .collect()
+}
+
+async fn cold_start(args: &Args, row: &Row, samples: &mut Samples) -> Result<(), String> {
+    let mut f = Running::start(&args.bin_dir.join(row.function), &row.env).await?;
+    samples.init.push(ms(f.init));
+    for n in 0..=args.warm {
+        let (status, body, took) = f.call(&row.event).await?;
+        if !(200..300).contains(&status) {
+            return Err(format!(
+                "{} {}: status {status}: {body}",
+                row.function, row.request
+            ));
+        }
+        if n == 0 {
+            samples.first.push(ms(took));
+        } else {
+            samples.warm.push(ms(took));
+        }
+    }
+    samples.peak_rss_kb = samples.peak_rss_kb.max(f.peak_rss_kb());
+    f.stop().await;
+    Ok(())
 }
 
 #[tokio::main]
 async fn main() {
     let args = Args::parse();
-    phone_table();
+    phone::table();
     if args.cold_starts == 0 {
         return;
     }
-    println!();
-    println!(
-        "| function | event | binary | init (median) | first invoke (median) | warm p50 | warm p99 | peak RSS |"
-    );
-    println!("|---|---|---|---|---|---|---|---|");
-    for spec in &args.functions {
-        let parts: Vec<&str> = spec.splitn(3, '=').collect();
-        let [name, binary, event_file] = parts[..] else {
-            eprintln!("--function takes name=binary=event.json, got {spec}");
-            std::process::exit(2);
-        };
-        let binary = PathBuf::from(binary);
-        let event = std::fs::read_to_string(event_file)
-            .unwrap_or_else(|e| panic!("{event_file}: {e}"))
-            .replace("crm_REPLACE_WITH_YOUR_TOKEN", &args.token);
-        let size_mb = std::fs::metadata(&binary)
-            .map(|m| m.len() as f64 / 1e6)
-            .unwrap_or(0.0);
-        let mut samples = Vec::new();
-        for _ in 0..args.cold_starts {
-            match one_cold_start(&binary, &event, args.warm).await {
-                Ok(s) => samples.push(s),
-                Err(e) => {
-                    eprintln!("{name}: {e}");
-                    std::process::exit(1);
-                }
+    let (token, ids) = fixtures(&args).await.unwrap_or_else(|e| {
+        eprintln!("fixtures: {e}");
+        std::process::exit(1)
+    });
+    let rows = rows(&args, &token, &ids);
+    let mut samples: Vec<Samples> = rows.iter().map(|_| Samples::default()).collect();
+    for _ in 0..args.cold_starts {
+        for (row, samples) in rows.iter().zip(&mut samples) {
+            if let Err(e) = cold_start(&args, row, samples).await {
+                eprintln!("{e}");
+                std::process::exit(1);
             }
         }
-        let warm: Vec<f64> = samples
+    }
+    let figures = |s: &Samples| {
+        [
+            percentile(&s.init, 0.5),
+            percentile(&s.first, 0.5),
+            percentile(&s.warm, 0.5),
+            percentile(&s.warm, 0.99),
+            s.peak_rss_kb as f64 / 1024.0,
+        ]
+    };
+    let floor = rows
+        .iter()
+        .position(|r| r.function == "reference")
+        .map(|i| figures(&samples[i]));
+    println!();
+    println!(
+        "| function | request | kind | init (median) | first call (median) | warm p50 | warm p99 | peak RSS |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for (row, s) in rows.iter().zip(&samples) {
+        let cells: Vec<String> = figures(s)
             .iter()
-            .flat_map(|s| s.warm.iter().copied().map(ms))
+            .enumerate()
+            .map(|(i, v)| {
+                let unit = if i == 4 { "MB" } else { "ms" };
+                match floor {
+                    Some(f) if row.function != "reference" => {
+                        format!("{v:.2} {unit} (**{:.2}**)", v / f[i])
+                    }
+                    _ => format!("{v:.2} {unit}"),
+                }
+            })
             .collect();
-        let event_name = std::path::Path::new(event_file)
-            .file_name()
-            .unwrap()
-            .to_string_lossy();
         println!(
-            "| {name} | {event_name} | {size_mb:.1} MB | {:.1} ms | {:.1} ms | {:.2} ms | {:.2} ms | {:.1} MB |",
-            median(samples.iter().map(|s| ms(s.init)).collect()),
-            median(samples.iter().map(|s| ms(s.first)).collect()),
-            percentile(warm.clone(), 0.5),
-            percentile(warm, 0.99),
-            samples.iter().map(|s| s.peak_rss_kb).max().unwrap_or(0) as f64 / 1024.0,
+            "| {} | `{}` | {} | {} |",
+            row.function,
+            row.request,
+            row.kind,
+            cells.join(" | ")
         );
     }
 }

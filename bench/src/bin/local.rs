@@ -39,6 +39,23 @@ struct Args {
     /// Where to keep the folders (removed at the end).
     #[arg(long, default_value = "target/bench-local")]
     work: PathBuf,
+    /// Serve the bare axum hello-JSON reference on this port (the bench starts
+    /// itself with it, so the reference runs in a process of its own).
+    #[arg(long, hide = true)]
+    serve_hello: Option<u16>,
+}
+
+/// The floor of the local API: a bare axum server answering a small JSON
+/// object, on the same runtime `crm serve` uses.
+async fn serve_hello(port: u16) {
+    let app = axum::Router::new().route(
+        "/hello",
+        axum::routing::get(|| async { axum::Json(json!({ "hello": "world", "id": "1" })) }),
+    );
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .expect("bind");
+    axum::serve(listener, app).await.expect("serve");
 }
 
 /// Fills a folder with `n` tag-shaped items of workspace 1, 100 per transaction.
@@ -122,11 +139,25 @@ fn free_port() -> u16 {
 /// Starts `crm serve` and answers the time until it accepts connections.
 async fn serve(crm: &Path, args: &[&str]) -> (Serving, Duration) {
     let port = free_port();
-    let started = Instant::now();
-    let child = tokio::process::Command::new(crm)
+    let mut command = tokio::process::Command::new(crm);
+    command
         .arg("serve")
         .args(["--port", &port.to_string()])
-        .args(args)
+        .args(args);
+    start(command, port).await
+}
+
+/// Starts the hello-JSON reference (this binary, `--serve-hello`).
+async fn hello() -> Serving {
+    let port = free_port();
+    let mut command = tokio::process::Command::new(std::env::current_exe().expect("exe"));
+    command.args(["--serve-hello", &port.to_string()]);
+    start(command, port).await.0
+}
+
+async fn start(mut command: tokio::process::Command, port: u16) -> (Serving, Duration) {
+    let started = Instant::now();
+    let child = command
         .env("CRM_BOOTSTRAP_TOKEN", TOKEN)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
@@ -140,7 +171,7 @@ async fn serve(crm: &Path, args: &[&str]) -> (Serving, Duration) {
         }
         assert!(
             started.elapsed() < Duration::from_secs(120),
-            "crm serve did not start"
+            "the server did not start"
         );
         tokio::time::sleep(Duration::from_micros(200)).await;
     }
@@ -261,6 +292,9 @@ async fn throughput(args: &Args, serve_args: &[&str]) -> (f64, f64) {
 #[tokio::main]
 async fn main() {
     let args = Args::parse();
+    if let Some(port) = args.serve_hello {
+        return serve_hello(port).await;
+    }
     let _ = std::fs::remove_dir_all(&args.work);
     std::fs::create_dir_all(&args.work).unwrap();
 
@@ -311,6 +345,15 @@ async fn main() {
         "| ratio | {:.2} | {:.2} |",
         get / get_mem,
         create / create_mem
+    );
+    let server = hello().await;
+    let floor = load(server.port, args.connections, args.seconds, false, "/hello").await;
+    server.stop().await;
+    println!("| bare axum hello-JSON (`GET /hello`) | {floor:.0} req/s | |");
+    println!(
+        "| `--data` as a share of hello-JSON | {:.0}% | {:.0}% |",
+        100.0 * get / floor,
+        100.0 * create / floor
     );
     let _ = std::fs::remove_dir_all(&args.work);
 }
