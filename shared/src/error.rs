@@ -128,6 +128,7 @@ impl From<StoreError> for ApiError {
             StoreError::ConditionFailed { index } => {
                 ApiError::internal(format!("unexpected condition failure at write {index}"))
             }
+            StoreError::Refused(refusal) => *refusal,
             other => ApiError::internal(other),
         }
     }

@@ -52,7 +52,7 @@ pub async fn list_all(
     caller: &Caller,
     paging: Paging,
 ) -> ApiResult<ListPage<AuditEntry>> {
-    caller.require_admin()?;
+    caller.require_admin().await?;
     let counter = keys::audit_counter();
     let (items, total) = tokio::try_join!(
         newest_of_shards(store, paging),

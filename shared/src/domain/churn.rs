@@ -109,7 +109,7 @@ pub async fn add(
     caller: &Caller,
     input: AddReasons,
 ) -> ApiResult<ListPage<ChurnReasonView>> {
-    caller.require_admin()?;
+    caller.require_admin().await?;
     let mut wanted: Vec<(String, String)> = Vec::new();
     let given = input
         .reason
@@ -189,7 +189,7 @@ pub async fn remove(
     caller: &Caller,
     reason: Option<String>,
 ) -> ApiResult<ChurnReasonView> {
-    caller.require_admin()?;
+    caller.require_admin().await?;
     let Some(reason) = reason.filter(|r| !r.trim().is_empty()) else {
         return Err(ApiError::field(
             "reason",

@@ -115,7 +115,7 @@ pub async fn create(
         payload: input.payload,
         expires_at,
         ttl: ids::epoch_seconds(&expires_at),
-        created_by: caller.token_id.clone(),
+        created_by: caller.token_id().await?.to_owned(),
         stamps,
     };
     let mut m = Mutation::new(caller);

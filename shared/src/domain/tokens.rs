@@ -165,7 +165,7 @@ pub fn issue(
 pub async fn create(store: &dyn Store, caller: &Caller, input: CreateToken) -> ApiResult<Issued> {
     let mut scopes = input.scopes;
     scopes.dedup();
-    if scopes.contains(&Scope::Admin) && !caller.is_admin() {
+    if scopes.contains(&Scope::Admin) && !caller.is_admin().await? {
         return Err(ApiError::forbidden(
             "only an admin token can create an admin token",
         ));
@@ -176,7 +176,7 @@ pub async fn create(store: &dyn Store, caller: &Caller, input: CreateToken) -> A
     let mut m = Mutation::new(caller);
     let issued = issue(
         &mut m,
-        &caller.token_id,
+        caller.token_id().await?,
         caller.workspace_id,
         &input.name,
         scopes,
@@ -219,7 +219,7 @@ pub async fn revoke(store: &dyn Store, caller: &Caller, id: &str) -> ApiResult<T
         "API token",
     )
     .await?;
-    if token.scopes.contains(&Scope::Admin) && !caller.is_admin() {
+    if token.scopes.contains(&Scope::Admin) && !caller.is_admin().await? {
         return Err(ApiError::forbidden(
             "only an admin token can revoke an admin token",
         ));

@@ -193,7 +193,7 @@ pub async fn send(store: &dyn Store, caller: &Caller, input: SendWelcome) -> Api
             variables: variables.clone(),
             channel_id: input.channel_id.clone(),
             status: MessageStatus::Queued,
-            requested_by: caller.token_id.clone(),
+            requested_by: caller.token_id().await?.to_owned(),
             stamps: Stamps::new(),
         };
         let until = now + chrono::Duration::minutes(DEDUP_MINUTES);

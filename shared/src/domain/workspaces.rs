@@ -124,7 +124,7 @@ pub async fn create(
     caller: &Caller,
     input: CreateWorkspace,
 ) -> ApiResult<CreatedWorkspace> {
-    caller.require_admin()?;
+    caller.require_admin().await?;
     let token_name = input.token_name.as_deref().unwrap_or("default").to_owned();
     with_fresh_id(|id| {
         let id = WorkspaceId(id);
@@ -142,7 +142,7 @@ pub async fn create(
             m.create(&workspace)?;
             let issued = tokens::issue(
                 &mut m,
-                &caller.token_id,
+                caller.token_id().await?,
                 id,
                 &token_name,
                 Vec::new(),
@@ -168,7 +168,7 @@ pub async fn set_environment(
     id: WorkspaceId,
     environment: Environment,
 ) -> ApiResult<Workspace> {
-    caller.require_admin()?;
+    caller.require_admin().await?;
     let current: Workspace = record::find(store, &keys::workspace(id), true, "workspace").await?;
     let mut workspace = Workspace {
         environment,

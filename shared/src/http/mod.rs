@@ -43,14 +43,21 @@ pub const BODY_LIMIT: usize = 512 * 1024;
 /// What every handler can reach.
 #[derive(Clone)]
 pub struct AppState {
+    /// The store, gated by the request's token check ([`crate::auth::Gated`]).
     pub store: SharedStore,
     /// Where background jobs go; `None` where no queue is configured.
     pub queue: Option<SharedQueue>,
+    /// The same store, ungated: for the token check itself.
+    pub(crate) ungated: SharedStore,
 }
 
 impl AppState {
     pub fn new(store: SharedStore) -> Self {
-        Self { store, queue: None }
+        Self {
+            store: Arc::new(crate::auth::Gated(store.clone())),
+            queue: None,
+            ungated: store,
+        }
     }
 
     pub fn with_queue(mut self, queue: SharedQueue) -> Self {
@@ -98,7 +105,18 @@ async fn request_context(mut req: Request, next: Next) -> Response {
         .map(|p| p.as_str().to_owned())
         .unwrap_or_else(|| "unmatched".to_owned());
     req.extensions_mut().insert(RequestId(request_id.clone()));
-    let mut response = crate::context::scope(request_id.clone(), next.run(req)).await;
+    let mut response = crate::context::scope(request_id.clone(), async {
+        let response = next.run(req).await;
+        // Nothing leaves before the token holds, even from a handler that read nothing.
+        match crate::context::token_check() {
+            Some(check) => match check.verdict().await {
+                Ok(_) => response,
+                Err(refusal) => refusal.into_response(),
+            },
+            None => response,
+        }
+    })
+    .await;
     let status = response.status().as_u16();
     let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
     tracing::info!(request_id = %request_id, method = %method, route = %route, status, latency_ms, "request");

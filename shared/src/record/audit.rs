@@ -31,14 +31,20 @@ pub struct AuditEntry {
 }
 
 impl AuditEntry {
-    pub fn new(caller: &Caller, action: &str, resource: &str, resource_id: &str) -> Self {
+    pub fn new(
+        caller: &Caller,
+        token_id: &str,
+        action: &str,
+        resource: &str,
+        resource_id: &str,
+    ) -> Self {
         Self {
             id: ids::new_ulid(),
             workspace_id: caller.workspace_id,
             action: action.to_owned(),
             resource: resource.to_owned(),
             resource_id: resource_id.to_owned(),
-            token_id: caller.token_id.clone(),
+            token_id: token_id.to_owned(),
             request_id: caller.request_id.clone(),
             stamps: Stamps::new(),
         }

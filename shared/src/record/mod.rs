@@ -116,6 +116,9 @@ pub async fn count(store: &dyn Store, counter: &crate::keys::Counter) -> ApiResu
 /// The attribute of a counter item.
 pub const COUNT: &str = "n";
 
+/// The attribute of a uniqueness sentinel naming who claimed it.
+pub const CLAIMED_BY: &str = "claimedBy";
+
 /// A record updated in place: it has timestamps and a version to move.
 pub trait Versioned: Record + PartialEq {
     fn version(&self) -> u64;

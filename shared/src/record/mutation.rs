@@ -1,12 +1,13 @@
 //! The writes of one change, committed atomically with its audit entry.
 
 use super::audit::{AUDIT_LIST, AuditEntry};
-use super::{COUNT, Record, Versioned, get, to_item};
+use super::{CLAIMED_BY, COUNT, Record, Versioned, get, to_item};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::ids;
 use crate::keys;
 use crate::store::{Condition, Item, Key, PK, SK, Store, StoreError, TYPE, Write};
+use serde_json::Value;
 
 /// Loads a record an operator brings in (`crm load`). `build` makes the record
 /// from the stored one, if any, so that `createdAt` stays. A new record is
@@ -147,8 +148,9 @@ impl<'a> Mutation<'a> {
         item.insert(SK.into(), key.sk.into());
         item.insert(TYPE.into(), "Unique".into());
         item.insert("owner".into(), owner.into());
-        // Who claimed it: a token id, or `import:<job>` (a redelivered import knows its own).
-        item.insert("claimedBy".into(), self.caller.token_id.clone().into());
+        // Who claimed it (a token id, or `import:<job>`: a redelivered import
+        // knows its own) is filled in at commit, once the token is known.
+        item.insert(CLAIMED_BY.into(), Value::Null);
         self.writes.push((
             Write::Put {
                 item,
@@ -211,7 +213,15 @@ impl<'a> Mutation<'a> {
         resource: &str,
         resource_id: &str,
     ) -> Result<(), CommitError> {
-        let entry = AuditEntry::new(self.caller, action, resource, resource_id);
+        let token_id = self.caller.token_id().await?;
+        for (write, _) in &mut self.writes {
+            if let Write::Put { item, .. } = write
+                && let Some(claimed_by) = item.get_mut(CLAIMED_BY)
+            {
+                *claimed_by = token_id.into();
+            }
+        }
+        let entry = AuditEntry::new(self.caller, token_id, action, resource, resource_id);
         let audit_item = to_item(&entry)?;
         self.writes.push((
             Write::Put {

@@ -194,6 +194,9 @@ pub enum StoreError {
     Invalid(String),
     #[error("store error: {0}")]
     Other(String),
+    /// Not served: the request's token did not hold (`auth::Gated`).
+    #[error("refused: {0}")]
+    Refused(Box<crate::error::ApiError>),
 }
 
 /// Operation counts and consumed capacity, for tests, benchmarks and logs.

@@ -192,7 +192,7 @@ pub async fn create(
         order_id: None,
         completed_at: None,
         deactivated_at: None,
-        created_by: caller.token_id.clone(),
+        created_by: caller.token_id().await?.to_owned(),
         stamps,
         version: 1,
     };
@@ -255,7 +255,7 @@ pub async fn complete(
     code: &str,
     input: CompleteCheckout,
 ) -> ApiResult<Order> {
-    caller.require_admin()?;
+    caller.require_admin().await?;
     if !ids::is_unguessable(code) {
         return Err(ApiError::not_found(WHAT));
     }
@@ -270,10 +270,7 @@ pub async fn complete(
         return Err(ApiError::not_found(WHAT));
     };
     // The change is the link's workspace's: its audit entry goes there.
-    let acting = Caller {
-        workspace_id: ws,
-        ..caller.clone()
-    };
+    let acting = caller.acting_in(ws);
     let current: CheckoutLink =
         record::find(store, &keys::checkout_link(ws, code), true, WHAT).await?;
     let now = ids::now();

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 
 use super::{Chunk, ImportJob, JobStatus, Pending};
-use crate::auth::Caller;
+use crate::auth::{Caller, Identity};
 use crate::domain::contacts::{self, Contact, ContactFields};
 use crate::error::{ApiError, ApiResult};
 use crate::ids;
@@ -24,12 +24,12 @@ pub async fn process(store: &dyn Store, ws: WorkspaceId, job_id: &str) -> ApiRes
         return Ok(job);
     }
     // The worker acts as the job: audit entries and phone sentinels name it.
-    let caller = Caller {
+    let worker = Identity {
         workspace_id: ws,
         token_id: format!("import:{}", job.id),
         scopes: Vec::new(),
-        request_id: job.id.clone(),
     };
+    let caller = Caller::new(worker.clone(), job.id.clone());
 
     let query = Query::new(
         Index::TABLE,
@@ -54,7 +54,7 @@ pub async fn process(store: &dyn Store, ws: WorkspaceId, job_id: &str) -> ApiRes
     // Phones registered already: by another contact (ignored) or by this job before.
     let claimed = claimants(store, ws, unique.iter().map(|p| p.phone.as_str())).await?;
     unique.retain(|p| match claimed.get(&p.phone) {
-        Some(by) if *by == caller.token_id => {
+        Some(by) if *by == worker.token_id => {
             created += 1;
             false
         }
@@ -153,7 +153,7 @@ async fn claimants<'a>(
                 .unwrap_or_default()
                 .to_owned();
             let by = item
-                .get("claimedBy")
+                .get(record::CLAIMED_BY)
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_owned();
@@ -195,6 +195,7 @@ async fn write_batch(
             Ok(()) => return Ok((created + batch.len() as u32, ignored)),
             Err(CommitError::IdTaken) => continue,
             Err(CommitError::Api(e)) if e.status == http::StatusCode::CONFLICT => {
+                let worker = caller.token_id().await?;
                 let claimed = claimants(
                     store,
                     caller.workspace_id,
@@ -203,7 +204,7 @@ async fn write_batch(
                 .await?;
                 batch.retain(|c| {
                     match claimed.get(c.fields.phone.as_deref().unwrap_or_default()) {
-                        Some(by) if *by == caller.token_id => {
+                        Some(by) if by == worker => {
                             created += 1;
                             false
                         }

@@ -1,0 +1,200 @@
+//! Authentication: `Authorization: Bearer <token>` on every route.
+//!
+//! A token is `crm_<workspace>_` followed by 32 random base62 characters and a
+//! 6-character checksum ([`generate_token`]); tokens made before carry `crm_`
+//! and 40 random characters, and still work. Only its SHA-256 is stored, as
+//! the key of a secret item that names the workspace, the token id and the
+//! scopes. A token whose checksum does not hold is refused without a read.
+//! Checking a token is one strongly consistent GetItem, so a revoked token
+//! fails on its very next request; nothing caches tokens for that reason.
+//!
+//! A read (GET) with a token that names its workspace does not wait for that
+//! GetItem: its own reads go out beside it and nothing leaves until the token
+//! holds ([`check`]). Every other request, and every earlier token, is checked
+//! before its handler runs.
+
+mod check;
+mod token;
+
+use axum::extract::FromRequestParts;
+use axum::http::Method;
+use axum::http::header::AUTHORIZATION;
+use axum::http::request::Parts;
+use serde::{Deserialize, Serialize};
+
+pub use check::{Gated, TokenCheck};
+pub use token::{TOKEN_PREFIX, TokenShape, generate_token, hash_token, token_shape};
+
+use crate::error::ApiError;
+use crate::http::{AppState, RequestId};
+use crate::ids::WorkspaceId;
+use crate::ids::{self, Timestamp};
+use crate::keys;
+use crate::record::Record;
+use crate::store::Key;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    /// Operator endpoints: workspaces, the admin audit, admin tokens.
+    Admin,
+}
+
+/// Who a token is, once its record has been read.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    pub workspace_id: WorkspaceId,
+    pub token_id: String,
+    pub scopes: Vec<Scope>,
+}
+
+impl Identity {
+    pub fn is_admin(&self) -> bool {
+        self.scopes.contains(&Scope::Admin)
+    }
+}
+
+/// The caller of one request. Its workspace is known at once; who it is (token
+/// id, scopes) only once the token's record is read, hence the async accessors.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub workspace_id: WorkspaceId,
+    pub request_id: String,
+    token: TokenCheck,
+}
+
+impl Caller {
+    /// A caller whose identity is known already.
+    pub fn new(identity: Identity, request_id: impl Into<String>) -> Self {
+        Self {
+            workspace_id: identity.workspace_id,
+            request_id: request_id.into(),
+            token: TokenCheck::settled(identity),
+        }
+    }
+
+    /// A caller acting for the system (operator tools), for audit entries.
+    pub fn system(workspace_id: impl Into<WorkspaceId>, who: &str) -> Self {
+        let identity = Identity {
+            workspace_id: workspace_id.into(),
+            token_id: who.to_owned(),
+            scopes: vec![Scope::Admin],
+        };
+        Self::new(identity, ids::new_ulid())
+    }
+
+    /// The same caller acting in another workspace (a change it may make there).
+    pub fn acting_in(&self, workspace_id: WorkspaceId) -> Self {
+        Self {
+            workspace_id,
+            ..self.clone()
+        }
+    }
+
+    /// Who the token is: waits for its record when that is still being read.
+    pub async fn identity(&self) -> Result<&Identity, ApiError> {
+        self.token.verdict().await
+    }
+
+    pub async fn token_id(&self) -> Result<&str, ApiError> {
+        Ok(&self.identity().await?.token_id)
+    }
+
+    pub async fn is_admin(&self) -> Result<bool, ApiError> {
+        Ok(self.identity().await?.is_admin())
+    }
+
+    pub async fn require_admin(&self) -> Result<(), ApiError> {
+        if self.is_admin().await? {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden(
+                "this operation needs a token with the admin scope",
+            ))
+        }
+    }
+}
+
+/// The stored side of a token: keyed by the SHA-256 of the secret.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenSecret {
+    pub sha256: String,
+    pub workspace_id: WorkspaceId,
+    pub token_id: String,
+    pub scopes: Vec<Scope>,
+    #[schemars(with = "Option<crate::ids::Timestamp>")]
+    #[serde(
+        default,
+        with = "ids::ts_format::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub expires_at: Option<Timestamp>,
+}
+
+impl Record for TokenSecret {
+    const TYPE: &'static str = "TokenSecret";
+    fn key(&self) -> Key {
+        keys::token_secret(&self.sha256)
+    }
+}
+
+fn bearer(parts: &Parts) -> Result<&str, ApiError> {
+    let header = parts.headers.get(AUTHORIZATION).ok_or_else(|| {
+        ApiError::unauthorized("missing Authorization header: send `Authorization: Bearer <token>`")
+    })?;
+    let value = header
+        .to_str()
+        .map_err(|_| ApiError::unauthorized("malformed Authorization header"))?;
+    let (scheme, token) = value
+        .split_once(' ')
+        .ok_or_else(|| ApiError::unauthorized("Authorization header must be `Bearer <token>`"))?;
+    if !scheme.eq_ignore_ascii_case("bearer") || token.trim().is_empty() {
+        return Err(ApiError::unauthorized(
+            "Authorization header must be `Bearer <token>`",
+        ));
+    }
+    Ok(token.trim())
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        // Authenticated already (by the Idempotency-Key middleware): no second read.
+        if let Some(caller) = parts.extensions.get::<Caller>() {
+            return Ok(caller.clone());
+        }
+        let token = bearer(parts)?;
+        let named = match token_shape(token) {
+            TokenShape::Malformed => return Err(check::invalid()),
+            TokenShape::Current(workspace) => Some(workspace),
+            TokenShape::Legacy => None,
+        };
+        let request_id = parts
+            .extensions
+            .get::<RequestId>()
+            .map(|r| r.0.clone())
+            .unwrap_or_else(ids::new_ulid);
+        let check = TokenCheck::pending(state.ungated.clone(), hash_token(token), named);
+        let reads_only = matches!(parts.method, Method::GET | Method::HEAD);
+        match named {
+            // Registered with the request: its reads go out beside the check.
+            Some(workspace_id) if reads_only && crate::context::set_token_check(&check) => {
+                Ok(Caller {
+                    workspace_id,
+                    request_id,
+                    token: check,
+                })
+            }
+            _ => {
+                let identity = check.verdict().await?;
+                Ok(Caller {
+                    workspace_id: identity.workspace_id,
+                    request_id,
+                    token: check.clone(),
+                })
+            }
+        }
+    }
+}
