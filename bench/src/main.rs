@@ -15,6 +15,7 @@
 //! DynamoDB Local, loads the demo records and writes the table into
 //! `docs/bench-results.md`.
 
+mod delay;
 mod phone;
 mod runtime;
 
@@ -42,11 +43,19 @@ struct Args {
     /// Only the rows whose function is named here (comma-separated).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
+    /// Hold the store's traffic this long each way (`delay.rs`); 0: loopback.
+    #[arg(long, default_value_t = 0)]
+    store_delay_ms: u64,
+    /// Skip the phone-identity table.
+    #[arg(long)]
+    no_phone: bool,
 }
 
 /// What one row measures.
 struct Row {
     function: &'static str,
+    /// The function, and what differs from its deployed set-up.
+    label: String,
     /// `GET /path`, after `{name}` is replaced by a fixture's id.
     request: String,
     kind: &'static str,
@@ -101,7 +110,9 @@ async fn fixtures(args: &Args) -> Result<(String, Vec<(&'static str, String)>), 
         .ok_or("no token issued")?
         .to_owned();
     let id = |v: Value| v["id"].as_str().map(str::to_owned).ok_or("no id");
-    let tag = id(once(args, "tags", &post("/v3/tags", json!({ "name": "bench" }))).await?)?;
+    // Tag names are unique in a workspace, and the bench may run twice on a table.
+    let name = format!("bench {}", shared::ids::new_ulid());
+    let tag = id(once(args, "tags", &post("/v3/tags", json!({ "name": name }))).await?)?;
     let contact = id(once(
         args,
         "contacts",
@@ -193,7 +204,18 @@ fn rows(args: &Args, token: &str, ids: &[(&str, String)]) -> Vec<Row> {
                     (vec![], http_event("GET", target, auth, None))
                 }
             };
-            Row { function, request, kind, env, event }
+            Row { function, label: function.to_owned(), request, kind, env, event }
+        })
+        .flat_map(|row| {
+            // The warm-up read at init (off by default), measured.
+            let warmed = (row.function == "tags" && row.kind == "by id").then(|| Row {
+                label: "tags, `CRM_WARM_UP=1`".into(),
+                env: vec![("CRM_WARM_UP".into(), "1".into())],
+                request: row.request.clone(),
+                event: row.event.clone(),
+                ..row
+            });
+            std::iter::once(row).chain(warmed)
         })
         .collect()
 }
@@ -223,7 +245,9 @@ async fn cold_start(args: &Args, row: &Row, samples: &mut Samples) -> Result<(),
 #[tokio::main]
 async fn main() {
     let args = Args::parse();
-    phone::table();
+    if !args.no_phone {
+        phone::table();
+    }
     if args.cold_starts == 0 {
         return;
     }
@@ -231,7 +255,20 @@ async fn main() {
         eprintln!("fixtures: {e}");
         std::process::exit(1)
     });
-    let rows = rows(&args, &token, &ids);
+    let mut rows = rows(&args, &token, &ids);
+    if args.store_delay_ms > 0 {
+        let endpoint = std::env::var("CRM_DYNAMODB_ENDPOINT").unwrap_or_default();
+        let upstream = endpoint.trim_start_matches("http://").to_owned();
+        let delay = Duration::from_millis(args.store_delay_ms);
+        let proxy = delay::start(upstream, delay).await.unwrap_or_else(|e| {
+            eprintln!("delay proxy: {e}");
+            std::process::exit(1)
+        });
+        for row in &mut rows {
+            row.env
+                .push(("CRM_DYNAMODB_ENDPOINT".into(), format!("http://{proxy}")));
+        }
+    }
     let mut samples: Vec<Samples> = rows.iter().map(|_| Samples::default()).collect();
     for _ in 0..args.cold_starts {
         for (row, samples) in rows.iter().zip(&mut samples) {
@@ -275,7 +312,7 @@ async fn main() {
             .collect();
         println!(
             "| {} | `{}` | {} | {} |",
-            row.function,
+            row.label,
             row.request,
             row.kind,
             cells.join(" | ")

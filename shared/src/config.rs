@@ -74,12 +74,9 @@ impl Config {
     #[cfg(feature = "sqs")]
     pub fn job_queue_with(&self, sdk: &SdkConfig) -> Option<crate::queue::SqsQueue> {
         let url = self.job_queue_url.as_ref()?;
-        let mut builder = aws_sdk_sqs::config::Builder::from(sdk);
-        if let Some(endpoint) = &self.sqs_endpoint {
-            builder = builder.endpoint_url(endpoint);
-        }
         Some(crate::queue::SqsQueue::new(
-            aws_sdk_sqs::Client::from_conf(builder.build()),
+            sdk,
+            self.sqs_endpoint.as_deref(),
             url,
         ))
     }

@@ -186,17 +186,38 @@ impl JobQueue for LocalQueue {
 /// SQS: one message per job.
 #[cfg(feature = "sqs")]
 pub struct SqsQueue {
-    client: aws_sdk_sqs::Client,
+    /// Built at the first send: most requests of a function never send, so
+    /// its cold start and memory do not pay for an SQS client.
+    client: std::sync::OnceLock<aws_sdk_sqs::Client>,
+    sdk: aws_config::SdkConfig,
+    endpoint: Option<String>,
     url: String,
 }
 
 #[cfg(feature = "sqs")]
 impl SqsQueue {
-    pub fn new(client: aws_sdk_sqs::Client, url: impl Into<String>) -> Self {
+    /// The queue at `url`, reached with `sdk` (and `endpoint`, a local SQS).
+    pub fn new(
+        sdk: &aws_config::SdkConfig,
+        endpoint: Option<&str>,
+        url: impl Into<String>,
+    ) -> Self {
         Self {
-            client,
+            client: std::sync::OnceLock::new(),
+            sdk: sdk.clone(),
+            endpoint: endpoint.map(str::to_owned),
             url: url.into(),
         }
+    }
+
+    fn client(&self) -> &aws_sdk_sqs::Client {
+        self.client.get_or_init(|| {
+            let mut builder = aws_sdk_sqs::config::Builder::from(&self.sdk);
+            if let Some(endpoint) = &self.endpoint {
+                builder = builder.endpoint_url(endpoint);
+            }
+            aws_sdk_sqs::Client::from_conf(builder.build())
+        })
     }
 }
 
@@ -205,7 +226,7 @@ impl SqsQueue {
 impl JobQueue for SqsQueue {
     async fn send(&self, message: &JobMessage) -> Result<(), String> {
         let body = serde_json::to_string(message).map_err(|e| e.to_string())?;
-        self.client
+        self.client()
             .send_message()
             .queue_url(&self.url)
             .message_body(body)

@@ -189,23 +189,26 @@ fn rss_mb(pid: u32) -> f64 {
         / 1024.0
 }
 
-/// One keep-alive HTTP/1.1 connection.
+/// One keep-alive HTTP/1.1 connection, calling with one token.
 struct Conn {
     stream: BufReader<TcpStream>,
+    token: String,
 }
 
 impl Conn {
-    async fn open(port: u16) -> Self {
+    async fn open(port: u16, token: &str) -> Self {
         let stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
         stream.set_nodelay(true).unwrap();
         Self {
             stream: BufReader::new(stream),
+            token: token.to_owned(),
         }
     }
 
     async fn call(&mut self, method: &str, path: &str, body: &str) -> (u16, String) {
         let request = format!(
-            "{method} {path} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            "{method} {path} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            self.token,
             body.len()
         );
         self.stream
@@ -234,14 +237,21 @@ impl Conn {
 }
 
 /// Requests per second of `path` (GET) or of creates (POST) over `seconds`.
-async fn load(port: u16, connections: usize, seconds: u64, create: bool, get_path: &str) -> f64 {
+async fn load(
+    port: u16,
+    token: &str,
+    connections: usize,
+    seconds: u64,
+    create: bool,
+    get_path: &str,
+) -> f64 {
     let done = Arc::new(AtomicU64::new(0));
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let tasks: Vec<_> = (0..connections)
         .map(|c| {
-            let (done, path) = (done.clone(), get_path.to_owned());
+            let (done, path, token) = (done.clone(), get_path.to_owned(), token.to_owned());
             tokio::spawn(async move {
-                let mut conn = Conn::open(port).await;
+                let mut conn = Conn::open(port, &token).await;
                 let mut i = 0u64;
                 while Instant::now() < deadline {
                     let (status, body) = if create {
@@ -264,27 +274,40 @@ async fn load(port: u16, connections: usize, seconds: u64, create: bool, get_pat
     done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
 }
 
+/// A string field of a JSON answer.
+fn field(body: &str, name: &str) -> String {
+    let answer: serde_json::Value = serde_json::from_str(body).expect("a JSON answer");
+    answer[name].as_str().expect(name).to_owned()
+}
+
 async fn throughput(args: &Args, serve_args: &[&str]) -> (f64, f64) {
     let (server, _) = serve(&args.crm, serve_args).await;
-    let mut conn = Conn::open(server.port).await;
+    let mut conn = Conn::open(server.port, TOKEN).await;
+    // Calls carry a token the API issued (`crm_1_...`), as integrators' do.
+    let (_, body) = conn
+        .call("POST", "/v3/api-tokens", r#"{"name":"bench"}"#)
+        .await;
+    let token = field(&body, "token");
     let (_, body) = conn.call("POST", "/v3/tags", r#"{"name":"read me"}"#).await;
-    let id = body
-        .split("\"id\":\"")
-        .nth(1)
-        .unwrap()
-        .split('"')
-        .next()
-        .unwrap()
-        .to_owned();
+    let id = field(&body, "id");
     let get = load(
         server.port,
+        &token,
         args.connections,
         args.seconds,
         false,
         &format!("/v3/tags/{id}"),
     )
     .await;
-    let create = load(server.port, args.connections, args.seconds, true, "").await;
+    let create = load(
+        server.port,
+        &token,
+        args.connections,
+        args.seconds,
+        true,
+        "",
+    )
+    .await;
     server.stop().await;
     (get, create)
 }
@@ -310,7 +333,7 @@ async fn main() {
         let (server, _) = serve(&args.crm, &["--data", dir.to_str().unwrap()]).await;
         server.stop().await;
         let (server, startup) = serve(&args.crm, &["--data", dir.to_str().unwrap()]).await;
-        let mut conn = Conn::open(server.port).await;
+        let mut conn = Conn::open(server.port, TOKEN).await;
         let (status, _) = conn.call("GET", "/v3/tags?limit=20", "").await;
         assert_eq!(status, 200);
         let rss = rss_mb(server.child.id().unwrap());
@@ -347,7 +370,15 @@ async fn main() {
         create / create_mem
     );
     let server = hello().await;
-    let floor = load(server.port, args.connections, args.seconds, false, "/hello").await;
+    let floor = load(
+        server.port,
+        TOKEN,
+        args.connections,
+        args.seconds,
+        false,
+        "/hello",
+    )
+    .await;
     server.stop().await;
     println!("| bare axum hello-JSON (`GET /hello`) | {floor:.0} req/s | |");
     println!(

@@ -54,6 +54,7 @@
 //! | Rollup            | a metric per day (and dimension), moved with the writes | table | `W#<ws>#ROLLUP#<series>` | `<day>` or `<day>#<dimension>` |
 //! | Local job         | jobs the in-process queue has not run  | table | `LOCALQUEUE`          | `<ulid>`                |
 //! | Local dead job    | jobs that failed every run (local)     | table | `LOCALQUEUE#DEAD`     | `<ulid>`                |
+//! | Warm-up           | never written: a cold start's first read ([`warm_up`]) | table | `WARMUP` | `WARMUP`      |
 //!
 //! Contact ids are time-ordered, so creation order is id order and a creation
 //! window is an id range (`ids::id_range`): no creation-time index is needed.
@@ -88,6 +89,12 @@ pub const GSI1: Index = Index {
 
 /// Every secondary index of the table (the embedded store maintains the same ones).
 pub const GSIS: &[Index] = &[GSI1];
+
+/// Never written: a function's cold start reads it to open its connection
+/// (`lambda::app`), so the first request does not pay for that.
+pub fn warm_up() -> Key {
+    Key::new("WARMUP", "WARMUP")
+}
 
 fn ws(workspace_id: WorkspaceId) -> String {
     format!("W#{workspace_id}")
