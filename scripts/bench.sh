@@ -45,6 +45,8 @@ out=docs/bench-results.md
   echo "(\`bench/src/bin/reference.rs\`). Calls carry a workspace token of the current"
   echo "format, issued by the bench."
   echo
+  target/release/bench --cold-starts 0
+  echo
   echo "### The store a round trip away"
   echo
   echo "DynamoDB Local behind \`bench/src/delay.rs\`, which holds its traffic"
@@ -52,7 +54,7 @@ out=docs/bench-results.md
   echo "milliseconds), as DynamoDB is a few milliseconds from a function. Round trips"
   echo "are what a request waits for on AWS, so this table is the one the goals read."
   # shellcheck disable=SC2086
-  target/release/bench ${BENCH_ARGS:-} --store-delay-ms "${BENCH_STORE_DELAY_MS:-1}"
+  target/release/bench ${BENCH_ARGS:-} --no-phone --store-delay-ms "${BENCH_STORE_DELAY_MS:-1}"
   echo
   echo "### DynamoDB Local on loopback"
   echo
@@ -67,7 +69,9 @@ out=docs/bench-results.md
   echo "(tag-shaped, 100 per transaction, fsynced), then the time from spawning the"
   echo "server to its accepting connections (a clean start, after a clean stop), and its"
   echo "resident memory after a list request. Throughput: 16 keep-alive connections"
-  echo "for 5 s each, on one machine with the load generator."
+  echo "for a few seconds each (\`--seconds\`), on the same 2 cores as the load"
+  echo "generator, which takes its share of them: a ratio to hello-JSON is a ratio of"
+  echo "(generator + server) costs per request, not of the servers alone."
   echo
   if [ "${BENCH_LOCAL:-1}" = 1 ]; then
     # shellcheck disable=SC2086

@@ -116,10 +116,7 @@ async fn fixtures(args: &Args) -> Result<(String, Vec<(&'static str, String)>), 
     let contact = id(once(
         args,
         "contacts",
-        &post(
-            "/v3/contacts",
-            json!({ "name": "Bench", "phone": "11 98888-0001" }),
-        ),
+        &post("/v3/contacts", json!({ "name": "Bench" })),
     )
     .await?)?;
     let deal = id(once(args, "deals", &post("/v3/deals", json!({
@@ -207,15 +204,28 @@ fn rows(args: &Args, token: &str, ids: &[(&str, String)]) -> Vec<Row> {
             Row { function, label: function.to_owned(), request, kind, env, event }
         })
         .flat_map(|row| {
+            if !(row.function == "tags" && row.kind == "by id") {
+                return vec![row];
+            }
+            let target = row.request.trim_start_matches("GET ");
+            // The same read with a token of the earlier kind, which names no
+            // workspace and so is read before the tag: the round trip saved.
+            let read_first = Row {
+                label: "tags, token of the earlier kind".into(),
+                env: vec![],
+                request: row.request.clone(),
+                event: http_event("GET", target, Some(&args.admin_token), None),
+                ..row
+            };
             // The warm-up read at init (off by default), measured.
-            let warmed = (row.function == "tags" && row.kind == "by id").then(|| Row {
+            let warmed = Row {
                 label: "tags, `CRM_WARM_UP=1`".into(),
                 env: vec![("CRM_WARM_UP".into(), "1".into())],
                 request: row.request.clone(),
                 event: row.event.clone(),
                 ..row
-            });
-            std::iter::once(row).chain(warmed)
+            };
+            vec![row, read_first, warmed]
         })
         .collect()
 }
