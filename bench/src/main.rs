@@ -94,44 +94,56 @@ async fn once(args: &Args, function: &str, event: &str) -> Result<Value, String>
     serde_json::from_str(payload).map_err(|e| format!("{function}: {e}: {payload}"))
 }
 
+/// POSTs `body` to `path` of `function` with the admin token: the new id.
+async fn create(args: &Args, function: &str, path: &str, body: Value) -> Result<String, String> {
+    let event = http_event(
+        "POST",
+        path,
+        Some(&args.admin_token),
+        Some(&body.to_string()),
+    );
+    let created = once(args, function, &event).await?;
+    created["id"]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| format!("{function}: no id"))
+}
+
 /// Creates what the reads read, through the functions themselves, and issues
 /// the (workspace-scoped, current-format) token the bench calls with.
 async fn fixtures(args: &Args) -> Result<(String, Vec<(&'static str, String)>), String> {
-    let admin = Some(args.admin_token.as_str());
-    let post = |path: &str, body: Value| http_event("POST", path, admin, Some(&body.to_string()));
-    let issued = once(
-        args,
-        "api-tokens",
-        &post("/v3/api-tokens", json!({ "name": "bench" })),
-    )
-    .await?;
+    let body = json!({ "name": "bench" }).to_string();
+    let event = http_event(
+        "POST",
+        "/v3/api-tokens",
+        Some(&args.admin_token),
+        Some(&body),
+    );
+    let issued = once(args, "api-tokens", &event).await?;
     let token = issued["token"]
         .as_str()
         .ok_or("no token issued")?
         .to_owned();
-    let id = |v: Value| v["id"].as_str().map(str::to_owned).ok_or("no id");
     // Tag names are unique in a workspace, and the bench may run twice on a table.
     let name = format!("bench {}", shared::ids::new_ulid());
-    let tag = id(once(args, "tags", &post("/v3/tags", json!({ "name": name }))).await?)?;
-    let contact = id(once(
-        args,
-        "contacts",
-        &post("/v3/contacts", json!({ "name": "Bench" })),
-    )
-    .await?)?;
-    let deal = id(once(args, "deals", &post("/v3/deals", json!({
+    let tag = create(args, "tags", "/v3/tags", json!({ "name": name })).await?;
+    let contact = create(args, "contacts", "/v3/contacts", json!({ "name": "Bench" })).await?;
+    let deal = create(args, "deals", "/v3/deals", json!({
         "name": "Plan", "value": 10, "status": "open", "contactId": contact.parse::<u64>().unwrap_or(1),
         "operatorId": 7, "groupId": 1, "pipelineId": "sales", "stageId": "lead", "origin": "site", "tagIds": []
-    }))).await?)?;
-    let dashboard = id(once(
+    }))
+    .await?;
+    let dashboard = create(
         args,
         "dashboards",
-        &post("/v3/dashboards", json!({ "name": "Bench", "layout": [] })),
+        "/v3/dashboards",
+        json!({ "name": "Bench", "layout": [] }),
     )
-    .await?)?;
-    let campaign = id(once(args, "campaigns", &post("/v3/campaigns", json!({
+    .await?;
+    let campaign = create(args, "campaigns", "/v3/campaigns", json!({
         "name": "Bench", "leadsCount": 10, "message": "Hi", "scheduledTo": "2030-01-01T00:00:00Z"
-    }))).await?)?;
+    }))
+    .await?;
     Ok((
         token,
         vec![

@@ -54,6 +54,9 @@ enum OnFailure {
 pub struct Mutation<'a> {
     caller: &'a Caller,
     writes: Vec<(Write, Option<OnFailure>)>,
+    /// The positions of the sentinels of [`Mutation::claim`], whose claimant
+    /// is written at commit (only those: a record may carry any attribute).
+    claims: Vec<usize>,
 }
 
 /// How a mutation can fail before being turned into an API error.
@@ -73,6 +76,7 @@ impl<'a> Mutation<'a> {
         Self {
             caller,
             writes: Vec::new(),
+            claims: Vec::new(),
         }
     }
 
@@ -151,6 +155,7 @@ impl<'a> Mutation<'a> {
         // Who claimed it (a token id, or `import:<job>`: a redelivered import
         // knows its own) is filled in at commit, once the token is known.
         item.insert(CLAIMED_BY.into(), Value::Null);
+        self.claims.push(self.writes.len());
         self.writes.push((
             Write::Put {
                 item,
@@ -214,11 +219,9 @@ impl<'a> Mutation<'a> {
         resource_id: &str,
     ) -> Result<(), CommitError> {
         let token_id = self.caller.token_id().await?;
-        for (write, _) in &mut self.writes {
-            if let Write::Put { item, .. } = write
-                && let Some(claimed_by) = item.get_mut(CLAIMED_BY)
-            {
-                *claimed_by = token_id.into();
+        for &at in &self.claims {
+            if let Some((Write::Put { item, .. }, _)) = self.writes.get_mut(at) {
+                item.insert(CLAIMED_BY.into(), token_id.into());
             }
         }
         let entry = AuditEntry::new(self.caller, token_id, action, resource, resource_id);
