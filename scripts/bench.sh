@@ -6,63 +6,76 @@
 #   BENCH_ARGS="--cold-starts 3 --warm 20" scripts/bench.sh
 #   BENCH_ARGS="--only reference,tags" BENCH_LOCAL=0 scripts/bench.sh   # a quick look
 #   BENCH_LOCAL_ARGS="--sizes 10000,100000" scripts/bench.sh   # smaller stores
+#   BENCH_LAMBDA=0 scripts/bench.sh   # the local API only; the Lambda tables are kept
 #
 # Then the local API (`crm serve`) on the embedded store: start-up and memory
-# at 10k, 100k and 1M items, and GET/create throughput on disk and in memory
-# (bench/src/bin/local.rs; about 5 minutes, most of it loading 1M items).
+# at 10k, 100k and 1M items, GET/create throughput on disk and in memory with
+# the server's CPU per request (bench/src/bin/local.rs; about 5 minutes, most
+# of it loading 1M items), and the API's own cost per request in process,
+# without the network (bench/src/bin/router.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/dynamodb-local.sh
 
+lambda=${BENCH_LAMBDA:-1}
 if [ "${CRM_IN_NAMESPACE:-}" != 1 ]; then
   dynamodb_local_install
   # One build per function, as `cargo lambda build` does: built together, the
   # functions would share one feature set of `shared` (the SQS client in all).
-  for f in functions/*/; do cargo build --release --quiet -p "$(basename "$f")"; done
+  if [ "$lambda" = 1 ]; then
+    for f in functions/*/; do cargo build --release --quiet -p "$(basename "$f")"; done
+  fi
   cargo build --release --quiet -p bench -p crm
 fi
 enter_loopback_namespace "$0" "$@"
 
-dynamodb_local_start
-export CRM_DYNAMODB_ENDPOINT="$DYNAMODB_LOCAL_ENDPOINT" CRM_TABLE=crm-bench
-export CRM_BOOTSTRAP_TOKEN=crm_bench_token_0123456789abcdef
-export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
-# As deployed, contacts and dashboards are given the job queue (never called here).
-export CRM_JOB_QUEUE_URL=http://127.0.0.1:9/000000000000/bench
-target/release/crm create-table
-target/release/crm bootstrap
-target/release/crm load examples/demo.jsonl --dynamodb >/dev/null
+if [ "$lambda" = 1 ]; then
+  dynamodb_local_start
+  export CRM_DYNAMODB_ENDPOINT="$DYNAMODB_LOCAL_ENDPOINT" CRM_TABLE=crm-bench
+  export CRM_BOOTSTRAP_TOKEN=crm_bench_token_0123456789abcdef
+  export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
+  # As deployed, contacts and dashboards are given the job queue (never called here).
+  export CRM_JOB_QUEUE_URL=http://127.0.0.1:9/000000000000/bench
+  target/release/crm create-table
+  target/release/crm bootstrap
+  target/release/crm load examples/demo.jsonl --dynamodb >/dev/null
+fi
 
 out=docs/bench-results.md
 {
-  echo "# Benchmark results"
-  echo
-  echo "Written by \`scripts/bench.sh\` on $(date -u +%Y-%m-%d), $(nproc) cores, $(uname -m)."
-  echo "Release builds (lto, codegen-units = 1, panic = abort, strip), each started"
-  echo "against a local Lambda Runtime API (\`bench/\`) and DynamoDB Local, one cold"
-  echo "start of every function in turn per round. In bold, the ratio to the"
-  echo "reference function: a bare \`lambda_http\` + aws-config + one GetItem"
-  echo "(\`bench/src/bin/reference.rs\`). Calls carry a workspace token of the current"
-  echo "format, issued by the bench."
-  echo
-  target/release/bench --cold-starts 0
-  echo
-  echo "### The store a round trip away"
-  echo
-  echo "DynamoDB Local behind \`bench/src/delay.rs\`, which holds its traffic"
-  echo "${BENCH_STORE_DELAY_MS:-1} ms each way (about 1 ms more: tokio's timer ticks in"
-  echo "milliseconds), as DynamoDB is a few milliseconds from a function. Round trips"
-  echo "are what a request waits for on AWS, so this table is the one the goals read."
-  # shellcheck disable=SC2086
-  target/release/bench ${BENCH_ARGS:-} --no-phone --store-delay-ms "${BENCH_STORE_DELAY_MS:-1}"
-  echo
-  echo "### DynamoDB Local on loopback"
-  echo
-  echo "No delay: DynamoDB Local answers in about 0.3 ms and serves concurrent requests"
-  echo "on the same 2 cores as everything else, so reads side by side gain little here."
-  # shellcheck disable=SC2086
-  target/release/bench ${BENCH_ARGS:-} --no-phone
-  echo
+  if [ "$lambda" != 1 ] && [ -f "$out" ]; then
+    # The Lambda tables of the last full run, as they were.
+    sed -n '1,/^## The local API on the embedded store$/p' "$out" | sed '$d'
+  else
+    echo "# Benchmark results"
+    echo
+    echo "Written by \`scripts/bench.sh\` on $(date -u +%Y-%m-%d), $(nproc) cores, $(uname -m)."
+    echo "Release builds (lto, codegen-units = 1, panic = abort, strip), each started"
+    echo "against a local Lambda Runtime API (\`bench/\`) and DynamoDB Local, one cold"
+    echo "start of every function in turn per round. In bold, the ratio to the"
+    echo "reference function: a bare \`lambda_http\` + aws-config + one GetItem"
+    echo "(\`bench/src/bin/reference.rs\`). Calls carry a workspace token of the current"
+    echo "format, issued by the bench."
+    echo
+    target/release/bench --cold-starts 0
+    echo
+    echo "### The store a round trip away"
+    echo
+    echo "DynamoDB Local behind \`bench/src/delay.rs\`, which holds its traffic"
+    echo "${BENCH_STORE_DELAY_MS:-1} ms each way (about 1 ms more: tokio's timer ticks in"
+    echo "milliseconds), as DynamoDB is a few milliseconds from a function. Round trips"
+    echo "are what a request waits for on AWS, so this table is the one the goals read."
+    # shellcheck disable=SC2086
+    target/release/bench ${BENCH_ARGS:-} --no-phone --store-delay-ms "${BENCH_STORE_DELAY_MS:-1}"
+    echo
+    echo "### DynamoDB Local on loopback"
+    echo
+    echo "No delay: DynamoDB Local answers in about 0.3 ms and serves concurrent requests"
+    echo "on the same 2 cores as everything else, so reads side by side gain little here."
+    # shellcheck disable=SC2086
+    target/release/bench ${BENCH_ARGS:-} --no-phone
+    echo
+  fi
   echo "## The local API on the embedded store"
   echo
   echo "\`crm serve\` (release) measured by \`bench-local\`: items loaded through the store"
@@ -70,13 +83,22 @@ out=docs/bench-results.md
   echo "server to its accepting connections (a clean start, after a clean stop), and its"
   echo "resident memory after a list request. Throughput: 16 keep-alive connections"
   echo "for a few seconds each (\`--seconds\`), on the same 2 cores as the load"
-  echo "generator, which takes its share of them: a ratio to hello-JSON is a ratio of"
-  echo "(generator + server) costs per request, not of the servers alone."
+  echo "generator, which takes its share of them: a ratio of throughputs is a ratio of"
+  echo "(generator + server) costs per request. The server's CPU per request (the time"
+  echo "its threads spent on a CPU, from \`/proc\`, over the requests served) is its own"
+  echo "cost; its share-of-hello row is hello's CPU per request over the server's."
   echo
   if [ "${BENCH_LOCAL:-1}" = 1 ]; then
     # shellcheck disable=SC2086
     target/release/bench-local --crm target/release/crm ${BENCH_LOCAL_ARGS:-}
   fi
+  echo
+  echo "The API's own cost per request, without the network: the whole Router on the"
+  echo "in-memory store, called in process on one thread (\`bench-router\`). The TCP"
+  echo "figures above add the HTTP server, the kernel and the load generator on the same"
+  echo "2 cores, and move by 10-20% from run to run; these move by a few percent."
+  echo
+  target/release/bench-router
   # Sections written by hand or by scripts/package-sizes.sh are kept.
   if [ -f "$out" ]; then sed -n '/^<!-- kept by scripts\/bench.sh -->$/,$p' "$out"; fi
 } >"$out.tmp"

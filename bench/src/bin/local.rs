@@ -189,6 +189,19 @@ fn rss_mb(pid: u32) -> f64 {
         / 1024.0
 }
 
+/// Nanoseconds a process has been on a CPU: the sum over its threads
+/// (`/proc/<pid>/task/*/schedstat`, exact, unlike the ticks of `stat`).
+fn cpu_ns(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
 /// One keep-alive HTTP/1.1 connection, calling with one token.
 struct Conn {
     stream: BufReader<TcpStream>,
@@ -236,15 +249,24 @@ impl Conn {
     }
 }
 
+/// What a load run measured.
+struct Rate {
+    per_second: f64,
+    /// The server's CPU time per request (all its threads), in microseconds:
+    /// its own cost, apart from the load generator's.
+    cpu_us: f64,
+}
+
 /// Requests per second of `path` (GET) or of creates (POST) over `seconds`.
 async fn load(
-    port: u16,
+    server: &Serving,
     token: &str,
     connections: usize,
     seconds: u64,
     create: bool,
     get_path: &str,
-) -> f64 {
+) -> Rate {
+    let (port, pid) = (server.port, server.child.id().unwrap_or(0));
     let done = Arc::new(AtomicU64::new(0));
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let tasks: Vec<_> = (0..connections)
@@ -267,11 +289,16 @@ async fn load(
             })
         })
         .collect();
-    let started = Instant::now();
+    let (started, cpu_before) = (Instant::now(), cpu_ns(pid));
     for t in tasks {
         t.await.unwrap();
     }
-    done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+    let (elapsed, cpu) = (started.elapsed(), cpu_ns(pid) - cpu_before);
+    let requests = done.load(Ordering::Relaxed) as f64;
+    Rate {
+        per_second: requests / elapsed.as_secs_f64(),
+        cpu_us: cpu as f64 / 1000.0 / requests,
+    }
 }
 
 /// A string field of a JSON answer.
@@ -280,7 +307,7 @@ fn field(body: &str, name: &str) -> String {
     answer[name].as_str().expect(name).to_owned()
 }
 
-async fn throughput(args: &Args, serve_args: &[&str]) -> (f64, f64) {
+async fn throughput(args: &Args, serve_args: &[&str]) -> (Rate, Rate) {
     let (server, _) = serve(&args.crm, serve_args).await;
     let mut conn = Conn::open(server.port, TOKEN).await;
     // Calls carry a token the API issued (`crm_1_...`), as integrators' do.
@@ -291,7 +318,7 @@ async fn throughput(args: &Args, serve_args: &[&str]) -> (f64, f64) {
     let (_, body) = conn.call("POST", "/v3/tags", r#"{"name":"read me"}"#).await;
     let id = field(&body, "id");
     let get = load(
-        server.port,
+        &server,
         &token,
         args.connections,
         args.seconds,
@@ -299,15 +326,7 @@ async fn throughput(args: &Args, serve_args: &[&str]) -> (f64, f64) {
         &format!("/v3/tags/{id}"),
     )
     .await;
-    let create = load(
-        server.port,
-        &token,
-        args.connections,
-        args.seconds,
-        true,
-        "",
-    )
-    .await;
+    let create = load(&server, &token, args.connections, args.seconds, true, "").await;
     server.stop().await;
     (get, create)
 }
@@ -357,21 +376,36 @@ async fn main() {
     }
 
     println!();
-    println!("| `crm serve` | GET /v3/tags/{{id}} | POST /v3/tags |");
-    println!("|---|---|---|");
+    // Throughput is shared with the load generator on the same cores; the
+    // server's CPU per request is its cost alone.
+    println!(
+        "| `crm serve` | GET /v3/tags/{{id}} | server CPU per GET | POST /v3/tags | server CPU per POST |"
+    );
+    println!("|---|---|---|---|---|");
+    let row = |name: &str, get: &Rate, create: Option<&Rate>| {
+        let (rate, cpu) = create.map_or((String::new(), String::new()), |c| {
+            (
+                format!("{:.0} req/s", c.per_second),
+                format!("{:.1} µs", c.cpu_us),
+            )
+        });
+        println!(
+            "| {name} | {:.0} req/s | {:.1} µs | {rate} | {cpu} |",
+            get.per_second, get.cpu_us
+        );
+    };
     let folder = args.work.join("throughput");
     let (get, create) = throughput(&args, &["--data", folder.to_str().unwrap()]).await;
-    println!("| `--data` (durable: fsynced group commits) | {get:.0} req/s | {create:.0} req/s |");
-    let (get_mem, create_mem) = throughput(&args, &["--in-memory"]).await;
-    println!("| `--in-memory` | {get_mem:.0} req/s | {create_mem:.0} req/s |");
-    println!(
-        "| ratio | {:.2} | {:.2} |",
-        get / get_mem,
-        create / create_mem
+    row(
+        "`--data` (durable: fsynced group commits)",
+        &get,
+        Some(&create),
     );
+    let (get_mem, create_mem) = throughput(&args, &["--in-memory"]).await;
+    row("`--in-memory`", &get_mem, Some(&create_mem));
     let server = hello().await;
     let floor = load(
-        server.port,
+        &server,
         TOKEN,
         args.connections,
         args.seconds,
@@ -380,11 +414,13 @@ async fn main() {
     )
     .await;
     server.stop().await;
-    println!("| bare axum hello-JSON (`GET /hello`) | {floor:.0} req/s | |");
+    row("bare axum hello-JSON (`GET /hello`)", &floor, None);
     println!(
-        "| `--data` as a share of hello-JSON | {:.0}% | {:.0}% |",
-        100.0 * get / floor,
-        100.0 * create / floor
+        "| `--data` as a share of hello-JSON | {:.0}% | {:.0}% | {:.0}% | {:.0}% |",
+        100.0 * get.per_second / floor.per_second,
+        100.0 * floor.cpu_us / get.cpu_us,
+        100.0 * create.per_second / floor.per_second,
+        100.0 * floor.cpu_us / create.cpu_us,
     );
     let _ = std::fs::remove_dir_all(&args.work);
 }

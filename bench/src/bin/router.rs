@@ -1,0 +1,117 @@
+//! The API's own cost per request, without the network: the whole Router of
+//! `crm serve` on the in-memory store, called in process on one thread. What
+//! `bench-local` measures through TCP mixes this with the kernel's and the
+//! load generator's share of the same 2 cores; this is the part the code owns,
+//! and it varies far less from run to run.
+//!
+//!   bench-router --requests 200000
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use clap::Parser;
+use http_body_util::BodyExt;
+use shared::http::AppState;
+use shared::keys;
+use shared::store::embedded::EmbeddedStore;
+use tower::ServiceExt;
+
+const TOKEN: &str = "crm_bench_router_token_0123456789";
+
+#[derive(Parser)]
+struct Args {
+    /// Requests per measured kind.
+    #[arg(long, default_value_t = 200_000)]
+    requests: u32,
+    /// What to measure (for a profile of one kind).
+    #[arg(long, value_delimiter = ',', default_value = "get,list,create")]
+    kinds: Vec<String>,
+}
+
+async fn call(
+    app: &axum::Router,
+    method: &str,
+    path: &str,
+    token: &str,
+    body: &str,
+) -> (StatusCode, String) {
+    let request = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("authorization", format!("Bearer {token}"))
+        .header("content-type", "application/json")
+        .body(Body::from(body.to_owned()))
+        .expect("a request");
+    let response = app.clone().oneshot(request).await.expect("infallible");
+    let status = response.status();
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .expect("a body")
+        .to_bytes();
+    (status, String::from_utf8_lossy(&bytes).into_owned())
+}
+
+fn field(body: &str, name: &str) -> String {
+    let value: serde_json::Value = serde_json::from_str(body).expect("JSON");
+    value[name].as_str().expect(name).to_owned()
+}
+
+/// Microseconds per request of `n` sequential calls.
+async fn per_request(n: u32, mut one: impl AsyncFnMut(u32)) -> f64 {
+    let started = Instant::now();
+    for i in 0..n {
+        one(i).await;
+    }
+    started.elapsed().as_secs_f64() * 1e6 / f64::from(n.max(1))
+}
+
+fn main() {
+    let args = Args::parse();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        let store = Arc::new(EmbeddedStore::in_memory(keys::GSIS));
+        shared::domain::workspaces::bootstrap(store.as_ref(), "bench", Some(TOKEN.into()))
+            .await
+            .expect("bootstrap");
+        let app = crm::app(AppState::new(store));
+        let (_, body) = call(&app, "POST", "/v3/api-tokens", TOKEN, r#"{"name":"bench"}"#).await;
+        let token = field(&body, "token");
+        let (_, body) = call(&app, "POST", "/v3/tags", &token, r#"{"name":"read me"}"#).await;
+        let path = format!("/v3/tags/{}", field(&body, "id"));
+
+        // Warm the allocator and the engine's cache first.
+        for _ in 0..1000 {
+            call(&app, "GET", &path, &token, "").await;
+        }
+        let wanted = |kind: &str| args.kinds.iter().any(|k| k == kind);
+        let n = |kind: &str, n: u32| if wanted(kind) { n } else { 0 };
+        let get = per_request(n("get", args.requests), async |_| {
+            let (status, _) = call(&app, "GET", &path, &token, "").await;
+            assert_eq!(status, StatusCode::OK);
+        })
+        .await;
+        let list = per_request(n("list", args.requests / 10), async |_| {
+            let (status, _) = call(&app, "GET", "/v3/tags?limit=20", &token, "").await;
+            assert_eq!(status, StatusCode::OK);
+        })
+        .await;
+        let create = per_request(n("create", args.requests / 10), async |i| {
+            let body = format!(r#"{{"name":"router {i}"}}"#);
+            let (status, answer) = call(&app, "POST", "/v3/tags", &token, &body).await;
+            assert_eq!(status, StatusCode::CREATED, "{answer}");
+        })
+        .await;
+        println!("| in process, one thread, `--in-memory` | µs per request |");
+        println!("|---|---|");
+        println!("| GET /v3/tags/{{id}} | {get:.1} |");
+        println!("| GET /v3/tags?limit=20 | {list:.1} |");
+        println!("| POST /v3/tags | {create:.1} |");
+    });
+}
