@@ -36,6 +36,10 @@ struct Args {
     /// Concurrent connections of the load.
     #[arg(long, default_value_t = 16)]
     connections: usize,
+    /// Rounds of the throughput runs (disk, memory, hello-JSON in turn, so a
+    /// slow spell of the machine falls on all three); medians are reported.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
     /// Where to keep the folders (removed at the end).
     #[arg(long, default_value = "target/bench-local")]
     work: PathBuf,
@@ -250,11 +254,27 @@ impl Conn {
 }
 
 /// What a load run measured.
+#[derive(Clone, Copy)]
 struct Rate {
     per_second: f64,
     /// The server's CPU time per request (all its threads), in microseconds:
     /// its own cost, apart from the load generator's.
     cpu_us: f64,
+}
+
+impl Rate {
+    /// The median of each figure over runs.
+    fn median(runs: &[Rate]) -> Rate {
+        let median = |figure: fn(&Rate) -> f64| {
+            let mut values: Vec<f64> = runs.iter().map(figure).collect();
+            values.sort_by(f64::total_cmp);
+            values[values.len() / 2]
+        };
+        Rate {
+            per_second: median(|r| r.per_second),
+            cpu_us: median(|r| r.cpu_us),
+        }
+    }
 }
 
 /// Requests per second of `path` (GET) or of creates (POST) over `seconds`.
@@ -394,26 +414,36 @@ async fn main() {
             get.per_second, get.cpu_us
         );
     };
-    let folder = args.work.join("throughput");
-    let (get, create) = throughput(&args, &["--data", folder.to_str().unwrap()]).await;
+    let mut runs: [Vec<Rate>; 5] = Default::default();
+    for round in 0..args.rounds.max(1) {
+        let folder = args.work.join(format!("throughput-{round}"));
+        let (get, create) = throughput(&args, &["--data", folder.to_str().unwrap()]).await;
+        let (get_mem, create_mem) = throughput(&args, &["--in-memory"]).await;
+        let server = hello().await;
+        let floor = load(
+            &server,
+            TOKEN,
+            args.connections,
+            args.seconds,
+            false,
+            "/hello",
+        )
+        .await;
+        server.stop().await;
+        for (all, run) in runs
+            .iter_mut()
+            .zip([get, create, get_mem, create_mem, floor])
+        {
+            all.push(run);
+        }
+    }
+    let [get, create, get_mem, create_mem, floor] = runs.map(|r| Rate::median(&r));
     row(
         "`--data` (durable: fsynced group commits)",
         &get,
         Some(&create),
     );
-    let (get_mem, create_mem) = throughput(&args, &["--in-memory"]).await;
     row("`--in-memory`", &get_mem, Some(&create_mem));
-    let server = hello().await;
-    let floor = load(
-        &server,
-        TOKEN,
-        args.connections,
-        args.seconds,
-        false,
-        "/hello",
-    )
-    .await;
-    server.stop().await;
     row("bare axum hello-JSON (`GET /hello`)", &floor, None);
     println!(
         "| `--data` as a share of hello-JSON | {:.0}% | {:.0}% | {:.0}% | {:.0}% |",
