@@ -155,6 +155,9 @@ async fn main() {
 }
 
 async fn serve(args: Serve) -> Result<(), String> {
+    // Listened for before anything opens: a stop that arrives while the server
+    // is still starting closes the store cleanly too (no repair on next start).
+    let stop = stop_signal().map_err(|e| format!("cannot listen for Ctrl-C and SIGTERM: {e}"))?;
     let store: SharedStore = if args.dynamodb {
         Arc::new(Config::from_env().dynamo_store().await)
     } else if args.in_memory {
@@ -190,21 +193,30 @@ async fn serve(args: Serve) -> Result<(), String> {
         shared::queue::LocalQueue::start(store.clone(), Arc::new(shared::domain::jobs::Jobs)).await,
     );
     axum::serve(listener, crm::app(AppState::new(store).with_queue(queue)))
-        .with_graceful_shutdown(shutdown())
+        .with_graceful_shutdown(stop)
         .await
         .map_err(|e| format!("server error: {e}"))
 }
 
-async fn shutdown() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .expect("a SIGTERM handler");
-        tokio::select! { _ = ctrl_c => {}, _ = term.recv() => {} }
-    }
-    #[cfg(not(unix))]
-    let _ = ctrl_c.await;
+/// Ctrl-C or SIGTERM, whichever comes first. The handlers are installed when
+/// this is called, not when the future is first polled: before, a SIGTERM in
+/// the moment between the listener's bind and the server's start took the
+/// default action and killed the process, leaving the engine to repair.
+#[cfg(unix)]
+fn stop_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    Ok(async move {
+        tokio::select! { _ = interrupt.recv() => {}, _ = terminate.recv() => {} }
+    })
+}
+
+#[cfg(not(unix))]
+fn stop_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    Ok(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
 }
 
 /// Returns the secret of a new random admin token, if one was issued.

@@ -121,6 +121,39 @@ fn keeps_its_data_across_a_restart() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// A stop (SIGTERM, as a service manager or `kill` sends it) that comes the
+/// instant the server accepts connections still stops it cleanly: it exits 0,
+/// where the signal's default action used to kill it mid-start and leave the
+/// engine to repair its file on the next start.
+#[cfg(unix)]
+#[test]
+fn a_stop_the_moment_it_listens_is_a_clean_stop() {
+    let dir = std::env::temp_dir().join(format!("crm-stop-test-{}", std::process::id()));
+    for round in 0..5 {
+        let port = free_port();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_crm"))
+            .arg("serve")
+            .args(["--port", &port.to_string(), "--data", dir.to_str().unwrap()])
+            .env("CRM_BOOTSTRAP_TOKEN", TOKEN)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("crm starts");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "crm serve did not listen");
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        let pid = libc::pid_t::try_from(child.id()).expect("a pid");
+        // SAFETY: a plain kill(2) of our own child, which has not been waited for.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+        let status = child.wait().expect("crm exits");
+        assert!(status.success(), "round {round}: {status}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// An operator bootstraps a fresh DynamoDB table: create-table, bootstrap (twice:
 /// it is idempotent), then the API served from that table answers the token.
 #[test]
