@@ -18,11 +18,18 @@ cd "$(dirname "$0")/.."
 . scripts/dynamodb-local.sh
 
 lambda=${BENCH_LAMBDA:-1}
+out=docs/bench-results.md
+local_heading='## The local API on the embedded store'
+if [ "$lambda" != 1 ] && ! grep -qxF "$local_heading" "$out" 2>/dev/null; then
+  echo "BENCH_LAMBDA=0 keeps the Lambda tables of $out, which has none to keep:" >&2
+  echo "run scripts/bench.sh once in full first." >&2
+  exit 1
+fi
 if [ "${CRM_IN_NAMESPACE:-}" != 1 ]; then
-  dynamodb_local_install
   # One build per function, as `cargo lambda build` does: built together, the
   # functions would share one feature set of `shared` (the SQS client in all).
   if [ "$lambda" = 1 ]; then
+    dynamodb_local_install
     for f in functions/*/; do cargo build --release --quiet -p "$(basename "$f")"; done
   fi
   cargo build --release --quiet -p bench -p crm
@@ -41,11 +48,10 @@ if [ "$lambda" = 1 ]; then
   target/release/crm load examples/demo.jsonl --dynamodb >/dev/null
 fi
 
-out=docs/bench-results.md
 {
-  if [ "$lambda" != 1 ] && [ -f "$out" ]; then
-    # The Lambda tables of the last full run, as they were.
-    sed -n '1,/^## The local API on the embedded store$/p' "$out" | sed '$d'
+  if [ "$lambda" != 1 ]; then
+    # The Lambda tables of the last full run, as they were (checked above).
+    sed -n "1,/^$local_heading\$/p" "$out" | sed '$d'
   else
     echo "# Benchmark results"
     echo
@@ -76,7 +82,7 @@ out=docs/bench-results.md
     target/release/bench ${BENCH_ARGS:-} --no-phone
     echo
   fi
-  echo "## The local API on the embedded store"
+  echo "$local_heading"
   echo
   echo "\`crm serve\` (release) measured by \`bench-local\`: items loaded through the store"
   echo "(tag-shaped, 100 per transaction, fsynced), then the time from spawning the"

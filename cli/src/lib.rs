@@ -3,16 +3,6 @@
 
 use shared::http::{self, AppState, Group};
 
-/// The allocator of every program built on this crate: `crm serve`, the tests
-/// and the in-process bench. A request makes many small allocations (headers,
-/// JSON maps) on two threads at once. Measured (docs/bench-results.md):
-/// glibc's malloc and free were a quarter of the in-process cost of a GET by id,
-/// and with mimalloc that GET costs 21% less, for 0.7 MB more resident memory.
-/// The Lambda functions keep the system allocator: their memory is measured
-/// against a bare function, and a round trip, not the CPU, is their latency.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// Every resource group of the API. A new group is one more line here.
 pub fn groups() -> Vec<Group> {
     vec![

@@ -262,17 +262,23 @@ struct Rate {
     cpu_us: f64,
 }
 
+/// The median of some figures (the mean of the two middle ones when even).
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    match n {
+        0 => f64::NAN,
+        _ if n % 2 == 1 => values[n / 2],
+        _ => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}
+
 impl Rate {
     /// The median of each figure over runs.
     fn median(runs: &[Rate]) -> Rate {
-        let median = |figure: fn(&Rate) -> f64| {
-            let mut values: Vec<f64> = runs.iter().map(figure).collect();
-            values.sort_by(f64::total_cmp);
-            values[values.len() / 2]
-        };
         Rate {
-            per_second: median(|r| r.per_second),
-            cpu_us: median(|r| r.cpu_us),
+            per_second: median(runs.iter().map(|r| r.per_second).collect()),
+            cpu_us: median(runs.iter().map(|r| r.cpu_us).collect()),
         }
     }
 }
@@ -288,7 +294,8 @@ async fn load(
 ) -> Rate {
     let (port, pid) = (server.port, server.child.id().unwrap_or(0));
     let done = Arc::new(AtomicU64::new(0));
-    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let (started, cpu_before) = (Instant::now(), cpu_ns(pid));
+    let deadline = started + Duration::from_secs(seconds);
     let tasks: Vec<_> = (0..connections)
         .map(|c| {
             let (done, path, token) = (done.clone(), get_path.to_owned(), token.to_owned());
@@ -309,11 +316,10 @@ async fn load(
             })
         })
         .collect();
-    let (started, cpu_before) = (Instant::now(), cpu_ns(pid));
     for t in tasks {
         t.await.unwrap();
     }
-    let (elapsed, cpu) = (started.elapsed(), cpu_ns(pid) - cpu_before);
+    let (elapsed, cpu) = (started.elapsed(), cpu_ns(pid).saturating_sub(cpu_before));
     let requests = done.load(Ordering::Relaxed) as f64;
     Rate {
         per_second: requests / elapsed.as_secs_f64(),
@@ -415,6 +421,8 @@ async fn main() {
         );
     };
     let mut runs: [Vec<Rate>; 5] = Default::default();
+    // Each round's shares of hello-JSON, from figures of the same round.
+    let mut shares: [Vec<f64>; 4] = Default::default();
     for round in 0..args.rounds.max(1) {
         let folder = args.work.join(format!("throughput-{round}"));
         let (get, create) = throughput(&args, &["--data", folder.to_str().unwrap()]).await;
@@ -430,6 +438,15 @@ async fn main() {
         )
         .await;
         server.stop().await;
+        let round_shares = [
+            get.per_second / floor.per_second,
+            floor.cpu_us / get.cpu_us,
+            create.per_second / floor.per_second,
+            floor.cpu_us / create.cpu_us,
+        ];
+        for (all, share) in shares.iter_mut().zip(round_shares) {
+            all.push(share);
+        }
         for (all, run) in runs
             .iter_mut()
             .zip([get, create, get_mem, create_mem, floor])
@@ -445,12 +462,10 @@ async fn main() {
     );
     row("`--in-memory`", &get_mem, Some(&create_mem));
     row("bare axum hello-JSON (`GET /hello`)", &floor, None);
+    let [get_share, get_cpu_share, create_share, create_cpu_share] =
+        shares.map(|s| 100.0 * median(s));
     println!(
-        "| `--data` as a share of hello-JSON | {:.0}% | {:.0}% | {:.0}% | {:.0}% |",
-        100.0 * get.per_second / floor.per_second,
-        100.0 * floor.cpu_us / get.cpu_us,
-        100.0 * create.per_second / floor.per_second,
-        100.0 * floor.cpu_us / create.cpu_us,
+        "| `--data` as a share of hello-JSON | {get_share:.0}% | {get_cpu_share:.0}% | {create_share:.0}% | {create_cpu_share:.0}% |"
     );
     let _ = std::fs::remove_dir_all(&args.work);
 }

@@ -115,7 +115,7 @@ async fn request_context(mut req: Request, next: Next) -> Response {
     .await;
     let status = response.status().as_u16();
     let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-    tracing::info!(request_id = %request_id, method = %method, route = route.as_ref().map_or("unmatched", MatchedPath::as_str), status, latency_ms, "request");
+    tracing::info!(request_id = %request_id, method = %method, route = %route.as_ref().map_or("unmatched", MatchedPath::as_str), status, latency_ms, "request");
     if let Ok(value) = HeaderValue::from_str(&request_id) {
         response.headers_mut().insert("x-request-id", value);
     }
