@@ -148,6 +148,10 @@ impl Running {
                 std::env::var("BENCH_FUNCTION_LOG").unwrap_or_else(|_| "warn".into()),
             )
             .envs(env.iter().map(|(k, v)| (k, v)))
+            // Lambda sets neither; a machine that does (this bench's did) would
+            // make every function read the platform's certificates (shared/src/tls.rs).
+            .env_remove("SSL_CERT_FILE")
+            .env_remove("SSL_CERT_DIR")
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .kill_on_drop(true)

@@ -8,6 +8,7 @@
 //! | `CRM_SQS_ENDPOINT`       | SQS endpoint override, e.g. a local moto server           |
 //! | `CRM_CHECKOUT_BASE_URL`  | where checkout links point (default `https://checkout.example.com/c`) |
 //! | `AWS_REGION`             | region (set by Lambda; default `us-east-1` with an endpoint override) |
+//! | `CRM_TLS_ROOTS`          | `bundled` (default: Mozilla's roots, compiled in) or `platform` (the system store; also chosen by `SSL_CERT_FILE`/`SSL_CERT_DIR`), see `tls.rs` |
 
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 
@@ -19,6 +20,8 @@ pub struct Config {
     pub dynamodb_endpoint: Option<String>,
     pub job_queue_url: Option<String>,
     pub sqs_endpoint: Option<String>,
+    /// The certificates the SDK's HTTPS client trusts (`tls.rs`).
+    pub tls_roots: crate::tls::TrustRoots,
 }
 
 impl Config {
@@ -29,6 +32,7 @@ impl Config {
             dynamodb_endpoint: var("CRM_DYNAMODB_ENDPOINT"),
             job_queue_url: var("CRM_JOB_QUEUE_URL").or_else(|| var("CRM_IMPORT_QUEUE_URL")),
             sqs_endpoint: var("CRM_SQS_ENDPOINT"),
+            tls_roots: crate::tls::TrustRoots::from_env(),
         }
     }
 
@@ -36,6 +40,9 @@ impl Config {
     /// Endpoint overrides apply per client (DynamoDB Local and a local SQS differ).
     pub async fn sdk_config(&self) -> SdkConfig {
         let mut loader = aws_config::defaults(BehaviorVersion::latest());
+        if let Some(client) = self.tls_roots.http_client() {
+            loader = loader.http_client(client);
+        }
         if self.dynamodb_endpoint.is_some() || self.sqs_endpoint.is_some() {
             // Local stand-ins accept any credentials and region, but the SDK needs some.
             if std::env::var("AWS_REGION").is_err() && std::env::var("AWS_DEFAULT_REGION").is_err()

@@ -1,5 +1,8 @@
 //! What every function's `main.rs` does once per cold start: JSON logs, one
 //! `SdkConfig`, one DynamoDB client, and the group's Router on the DynamoDB store.
+//! Each `main` runs on tokio's current-thread runtime: Lambda sends one event at
+//! a time, and one thread serves a request's reads side by side (docs/design.md,
+//! "Build and cold start").
 
 use std::sync::Arc;
 

@@ -22,6 +22,7 @@ pub mod record;
 pub mod store;
 pub mod strict;
 pub mod text;
+pub mod tls;
 pub mod validate;
 
 pub use error::{ApiError, ApiResult};

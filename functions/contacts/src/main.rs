@@ -1,6 +1,6 @@
 //! The contacts Lambda: the group's Router on DynamoDB, behind API Gateway.
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
     let app = shared::lambda::app(contacts::group()).await;
     lambda_http::run(app).await

@@ -4,7 +4,7 @@
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::{Error, LambdaEvent, service_fn};
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     shared::lambda::init_logs();
     let state = shared::lambda::state().await;
