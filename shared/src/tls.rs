@@ -66,18 +66,20 @@ impl TrustRoots {
 /// The SDK's default HTTPS client (rustls on aws-lc, its timeouts and sleep,
 /// the `HTTPS_PROXY` family read from the environment), with Mozilla's roots
 /// as its only trust store. Built as `aws-smithy-runtime` builds its default
-/// (`default_https_client`), through the same `build_with_connector_fn`.
+/// (`default_https_client`), through the same `build_with_connector_fn`, which
+/// runs once per connector settings: the PEM text lives only while a connector
+/// is built (about 220 KB that a captured copy would keep for the process's life).
 fn bundled_client() -> SharedHttpClient {
-    let context = TlsContext::builder()
-        .with_trust_store(TrustStore::empty().with_pem_certificate(mozilla_roots_pem()))
-        .build()
-        .expect("a TLS context of PEM certificates");
-    Builder::new().build_with_connector_fn(move |settings, components| {
+    Builder::new().build_with_connector_fn(|settings, components| {
+        let context = TlsContext::builder()
+            .with_trust_store(TrustStore::empty().with_pem_certificate(mozilla_roots_pem()))
+            .build()
+            .expect("a TLS context of PEM certificates");
         let mut connector = ConnectorBuilder::default()
             .tls_provider(tls::Provider::Rustls(
                 tls::rustls_provider::CryptoMode::AwsLc,
             ))
-            .tls_context(context.clone());
+            .tls_context(context);
         connector.set_connector_settings(settings.cloned());
         if let Some(components) = components {
             connector.set_sleep_impl(components.sleep_impl());

@@ -21,8 +21,8 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// Answers every request on `https://localhost:<port>` with an empty DynamoDB
-/// answer (`{}`: GetItem found nothing).
+/// Answers every request on `https://127.0.0.1:<port>` (an address the
+/// certificate names) with an empty DynamoDB answer (`{}`: GetItem found nothing).
 async fn https_stand_in() -> String {
     let certs = CertificateDer::pem_file_iter(fixture("localhost.pem"))
         .unwrap()
@@ -66,7 +66,7 @@ async fn https_stand_in() -> String {
             });
         }
     });
-    format!("https://localhost:{port}")
+    format!("https://127.0.0.1:{port}")
 }
 
 fn request_complete(request: &[u8]) -> bool {
