@@ -8,7 +8,7 @@
 //! | `CRM_SQS_ENDPOINT`       | SQS endpoint override, e.g. a local moto server           |
 //! | `CRM_CHECKOUT_BASE_URL`  | where checkout links point (default `https://checkout.example.com/c`) |
 //! | `AWS_REGION`             | region (set by Lambda; default `us-east-1` with an endpoint override) |
-//! | `CRM_TLS_ROOTS`          | `bundled` (default: Mozilla's roots, compiled in) or `platform` (the system store; also chosen by `SSL_CERT_FILE`/`SSL_CERT_DIR`), see `tls.rs` |
+//! | `CRM_TLS_ROOTS`          | `bundled` (Mozilla's roots compiled in; the default on Lambda) or `platform` (the system store; the default elsewhere, and chosen by `SSL_CERT_FILE`/`SSL_CERT_DIR`), see `tls.rs` |
 
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 

@@ -5,12 +5,14 @@
 //! its certificates again as a file, 2.6 ms of a 6 ms init (docs/design.md,
 //! "Build and cold start"). The functions speak only to AWS endpoints, whose
 //! certificates chain to public roots, so by default they trust Mozilla's root
-//! program compiled in (`webpki-root-certs`, the set the platforms'
-//! `ca-certificates` packages are made from) and read no file.
+//! program compiled in (`webpki-root-certs`, the program the platforms'
+//! `ca-certificates` packages start from) and read no file.
 //!
-//! `CRM_TLS_ROOTS=platform`, or either of `SSL_CERT_FILE` / `SSL_CERT_DIR`
-//! (which name a platform store), brings back the SDK's default: what a
-//! TLS-inspecting proxy or a private CA needs.
+//! Outside Lambda (the `crm` CLI on a workstation, where a corporate CA may be
+//! installed in the system's store) the default stays the platform's store.
+//! `CRM_TLS_ROOTS=platform` or `bundled` chooses either way; setting
+//! `SSL_CERT_FILE` or `SSL_CERT_DIR` (which name a platform store) chooses the
+//! platform's, which is what a private CA or a TLS-inspecting proxy needs.
 
 use aws_smithy_http_client::tls::{self, TlsContext, TrustStore};
 use aws_smithy_http_client::{Builder, ConnectorBuilder, proxy::ProxyConfig};
@@ -21,27 +23,29 @@ use base64::Engine;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum TrustRoots {
     /// Mozilla's root program, compiled in: no file read at start.
-    #[default]
     Bundled,
     /// The platform's store, as the SDK loads it by default.
+    #[default]
     Platform,
 }
 
 impl TrustRoots {
-    /// From the environment (see the module's documentation); `Bundled` by default.
+    /// From the environment (see the module's documentation): `Bundled` in a
+    /// Lambda function (`AWS_LAMBDA_RUNTIME_API` is set), `Platform` elsewhere.
     pub fn from_env() -> Self {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
         Self::from_vars(
             var("CRM_TLS_ROOTS").as_deref(),
             var("SSL_CERT_FILE").is_some() || var("SSL_CERT_DIR").is_some(),
+            var("AWS_LAMBDA_RUNTIME_API").is_some(),
         )
     }
 
-    fn from_vars(choice: Option<&str>, platform_named: bool) -> Self {
+    fn from_vars(choice: Option<&str>, platform_named: bool, on_lambda: bool) -> Self {
         match choice {
             Some("platform") => Self::Platform,
             Some("bundled") => Self::Bundled,
-            None if platform_named => Self::Platform,
+            None if platform_named || !on_lambda => Self::Platform,
             None => Self::Bundled,
             Some(other) => {
                 // Not fatal: the SDK's own default is always a safe choice.
@@ -67,8 +71,10 @@ impl TrustRoots {
 /// the `HTTPS_PROXY` family read from the environment), with Mozilla's roots
 /// as its only trust store. Built as `aws-smithy-runtime` builds its default
 /// (`default_https_client`), through the same `build_with_connector_fn`, which
-/// runs once per connector settings: the PEM text lives only while a connector
-/// is built (about 220 KB that a captured copy would keep for the process's life).
+/// runs when a client is validated and once per connector settings (twice or
+/// so per cold start): the PEM text, about 0.1 ms to write, lives only while a
+/// connector is built, where a captured copy would keep 220 KB for the
+/// process's life.
 fn bundled_client() -> SharedHttpClient {
     Builder::new().build_with_connector_fn(|settings, components| {
         let context = TlsContext::builder()
@@ -125,22 +131,33 @@ mod tests {
     }
 
     #[test]
-    fn the_platform_store_is_chosen_by_name_or_by_its_variables() {
-        assert_eq!(TrustRoots::from_vars(None, false), TrustRoots::Bundled);
-        assert_eq!(TrustRoots::from_vars(None, true), TrustRoots::Platform);
-        assert_eq!(
-            TrustRoots::from_vars(Some("platform"), false),
-            TrustRoots::Platform
-        );
-        assert_eq!(
-            TrustRoots::from_vars(Some("bundled"), true),
-            TrustRoots::Bundled
-        );
-        assert_eq!(
-            TrustRoots::from_vars(Some("webpki"), false),
-            TrustRoots::Platform
-        );
-        assert!(TrustRoots::Platform.http_client().is_none());
-        assert!(TrustRoots::Bundled.http_client().is_some());
+    fn every_bundled_root_is_one_rustls_takes() {
+        // The SDK adds each root with `expect`: one it refused would panic at init.
+        let mut store = rustls::RootCertStore::empty();
+        for root in webpki_root_certs::TLS_SERVER_ROOT_CERTS {
+            store.add(root.clone()).expect("a root rustls accepts");
+        }
+        assert_eq!(store.len(), webpki_root_certs::TLS_SERVER_ROOT_CERTS.len());
+    }
+
+    #[test]
+    fn bundled_on_lambda_unless_the_platform_store_is_named() {
+        use TrustRoots::{Bundled, Platform};
+        // (CRM_TLS_ROOTS, SSL_CERT_FILE or SSL_CERT_DIR set, on Lambda) -> roots
+        let cases = [
+            (None, false, true, Bundled),
+            (None, true, true, Platform),
+            (None, false, false, Platform),
+            (Some("platform"), false, true, Platform),
+            (Some("bundled"), true, false, Bundled),
+            (Some("webpki"), false, true, Platform),
+        ];
+        for (choice, named, on_lambda, roots) in cases {
+            let chosen = TrustRoots::from_vars(choice, named, on_lambda);
+            assert_eq!(chosen, roots, "{choice:?} {named} {on_lambda}");
+        }
+        assert_eq!(TrustRoots::default(), Platform);
+        assert!(Platform.http_client().is_none());
+        assert!(Bundled.http_client().is_some());
     }
 }

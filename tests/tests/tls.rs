@@ -1,6 +1,6 @@
 //! Whose certificates the SDK's HTTPS client trusts (shared/src/tls.rs), checked
 //! against an HTTPS stand-in for DynamoDB whose certificate a test CA signed
-//! (`tests/fixtures/tls`, valid until 2126).
+//! (`tests/fixtures/tls`, valid from 2020 to 2126).
 //!
 //! One test in its own binary: the platform store is read once per process,
 //! from the `SSL_CERT_FILE` this test sets.
@@ -104,6 +104,10 @@ async fn the_bundled_roots_refuse_an_unknown_ca_and_ssl_cert_file_names_a_truste
     unsafe {
         std::env::set_var("SSL_CERT_FILE", fixture("ca.pem"));
         std::env::set_var("SSL_CERT_DIR", fixture("no-such-folder"));
+        // Both clients honour a proxy from the environment; the stand-in is local.
+        for proxy in ["HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"] {
+            std::env::remove_var(proxy);
+        }
     }
     assert_eq!(TrustRoots::from_env(), TrustRoots::Platform);
     let endpoint = https_stand_in().await;
