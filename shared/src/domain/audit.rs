@@ -56,7 +56,7 @@ pub async fn list_all(
     let counter = keys::audit_counter();
     let (items, total) = tokio::try_join!(
         newest_of_shards(store, paging),
-        record::count(store, &counter)
+        record::count(store, counter)
     )?;
     Ok(ListPage {
         total_count: Some(total),

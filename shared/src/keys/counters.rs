@@ -64,19 +64,23 @@ pub fn counter(workspace_id: WorkspaceId, list: &str) -> Counter {
     }
 }
 
-/// The counter of every workspace's audit entries (the admin list).
-pub fn audit_counter() -> Counter {
-    let written = (0..AUDIT_COUNTER_SHARDS)
-        .map(|shard| match shard {
-            0 => Key::new(ALL_AUDIT, "COUNT#0"),
-            n => Key::new(format!("{ALL_AUDIT}#COUNT#{n}"), "COUNT#0"),
-        })
-        .collect();
-    // Shards 1..7 of the first layout shared the `AUDIT` partition.
-    let read_only = (1..8)
-        .map(|n| Key::new(ALL_AUDIT, format!("COUNT#{n}")))
-        .collect();
-    Counter { written, read_only }
+/// The counter of every workspace's audit entries (the admin list). Every
+/// mutation counts into it, so its keys are built once per process.
+pub fn audit_counter() -> &'static Counter {
+    static COUNTER: std::sync::LazyLock<Counter> = std::sync::LazyLock::new(|| {
+        let written = (0..AUDIT_COUNTER_SHARDS)
+            .map(|shard| match shard {
+                0 => Key::new(ALL_AUDIT, "COUNT#0"),
+                n => Key::new(format!("{ALL_AUDIT}#COUNT#{n}"), "COUNT#0"),
+            })
+            .collect();
+        // Shards 1..7 of the first layout shared the `AUDIT` partition.
+        let read_only = (1..8)
+            .map(|n| Key::new(ALL_AUDIT, format!("COUNT#{n}")))
+            .collect();
+        Counter { written, read_only }
+    });
+    &COUNTER
 }
 
 /// The counter of one dashboard's snapshots.
