@@ -2,8 +2,8 @@
 
 use std::time::Instant;
 
-/// Phone identity: the Brazilian fast path, and the `phonenumber` crate's first
-/// parse (which loads its metadata) and later ones. Run in this fresh process.
+/// Phone identity: the Brazilian fast path, and the `rlibphonenumber` crate's
+/// first parse (which loads its metadata) and later ones. Run in this fresh process.
 pub fn table() {
     let time = |f: &dyn Fn()| {
         let started = Instant::now();
@@ -32,7 +32,7 @@ pub fn table() {
         fast.as_secs_f64() * 1e6 / n as f64
     );
     println!(
-        "| first international phone (phonenumber loads its metadata) | {:.1} ms |",
+        "| first international phone (rlibphonenumber loads its metadata) | {:.1} ms |",
         ms(first)
     );
     println!(

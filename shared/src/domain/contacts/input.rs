@@ -23,7 +23,8 @@ pub struct ContactInput {
     #[validate(length(max = 128))]
     pub name: Option<Option<String>>,
     #[serde(default, deserialize_with = "nullable")]
-    #[validate(length(max = 128), email)]
+    #[validate(length(max = 128), custom(function = "crate::validate::email"))]
+    #[schemars(email)]
     pub email: Option<Option<String>>,
     #[serde(default, deserialize_with = "nullable")]
     #[validate(length(max = 100))]
@@ -85,7 +86,8 @@ pub struct ContactInputV1 {
     #[validate(length(max = 128))]
     pub name: Option<Option<String>>,
     #[serde(default, deserialize_with = "nullable")]
-    #[validate(length(max = 128), email)]
+    #[validate(length(max = 128), custom(function = "crate::validate::email"))]
+    #[schemars(email)]
     pub email: Option<Option<String>>,
     #[serde(default, deserialize_with = "nullable")]
     #[validate(length(max = 100))]

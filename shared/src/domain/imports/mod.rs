@@ -42,7 +42,8 @@ pub struct ImportContact {
     pub name: Option<String>,
     #[validate(length(min = 1, max = 100))]
     pub phone: String,
-    #[validate(length(max = 128), email)]
+    #[validate(length(max = 128), custom(function = "crate::validate::email"))]
+    #[schemars(email)]
     pub email: Option<String>,
     pub custom_fields: Option<Map<String, Value>>,
 }
