@@ -44,10 +44,10 @@ over=
     [ "$size" -le "$limit" ] || over="$over $f"
   done
   echo
-  echo "The AWS SDK and rustls make about 8 MB of each binary. \`api-docs\` reads no"
-  echo "table and configures no SDK client at start; it carries Swagger UI's 4 MB of"
-  echo "script, style sheet and source maps. \`contacts\`, \`workspaces\` and \`reports\`"
-  echo "carry the phone-number metadata."
+  echo "The AWS SDK, rustls and the HTTP stack are most of each binary. \`api-docs\`"
+  echo "configures no SDK client; it carries Swagger UI's 4 MB of script, style sheet"
+  echo "and source maps instead. \`contacts\`, \`workspaces\` and \`reports\` carry the"
+  echo "phone-number metadata."
 } >"$table"
 # Replace the section (from its heading to the next heading of its level or the end).
 python3 - "$out" "$table" <<'PY'
