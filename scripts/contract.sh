@@ -51,8 +51,16 @@ python3 -c 'import sys, urllib.request; sys.stdout.buffer.write(urllib.request.u
   "$base/openapi.json" >"$cache/openapi.served.json"
 "$venv/bin/openapi-spec-validator" "$cache/openapi.served.json"
 
+# The id of the run's own token, which the hooks keep from being revoked.
+token_id() {
+  python3 -c 'import json, sys, urllib.request
+request = urllib.request.Request(sys.argv[1] + "/v3/api-tokens", headers={"Authorization": "Bearer " + sys.argv[2]})
+print(json.load(urllib.request.urlopen(request))["data"][0]["id"])' "$base" "$token"
+}
+own_token_id=$(token_id)
 echo "== schemathesis (seed $seed, $max_examples examples, at most ${max_time}s)" >&2
-CRM_CONTRACT_TOKEN="$token" SCHEMATHESIS_HOOKS=contract_hooks PYTHONPATH=scripts \
+CRM_CONTRACT_TOKEN="$token" CRM_CONTRACT_TOKEN_ID="$own_token_id" \
+  SCHEMATHESIS_HOOKS=contract_hooks PYTHONPATH=scripts \
   "$venv/bin/schemathesis" --config-file scripts/schemathesis.toml run "$base/openapi.json" \
   --checks "$checks" \
   --phases examples,coverage,fuzzing,stateful \
@@ -60,3 +68,5 @@ CRM_CONTRACT_TOKEN="$token" SCHEMATHESIS_HOOKS=contract_hooks PYTHONPATH=scripts
   --seed "$seed" \
   --workers 2 --no-color \
   --suppress-health-check all "$@"
+# The run must have called with a live token to the end (see contract_hooks.py).
+token_id >/dev/null || { echo "$0: the run's token was revoked during the run" >&2; exit 1; }
