@@ -18,9 +18,12 @@ tokio::task_local! {
 
 /// The current request's id (for error bodies and logs), or "-" outside a request.
 pub fn current_request_id() -> String {
-    REQUEST
-        .try_with(|r| r.id.clone())
-        .unwrap_or_else(|_| "-".to_owned())
+    request_id().unwrap_or_else(|| "-".to_owned())
+}
+
+/// The id of the request being served, if any.
+pub fn request_id() -> Option<String> {
+    REQUEST.try_with(|r| r.id.clone()).ok()
 }
 
 /// Runs `f` as the request `request_id`.

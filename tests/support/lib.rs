@@ -174,7 +174,7 @@ impl TestApp {
         Some(Self::with_store(Arc::new(store), Backend::DynamoDb, Some(table)).await)
     }
 
-    async fn with_store(store: SharedStore, backend: Backend, table: Option<String>) -> Self {
+    pub async fn with_store(store: SharedStore, backend: Backend, table: Option<String>) -> Self {
         // Logs (a 500's cause among them) go to the test's output, shown when it fails.
         let _ = tracing_subscriber::fmt()
             .with_test_writer()
@@ -266,6 +266,15 @@ impl TestApp {
     }
 
     /// The same calls with the admin token of workspace 1.
+    /// Creates a tag named `name` and answers its path (`/v3/tags/{id}`).
+    pub async fn tag_path(&self, name: &str) -> String {
+        let tag = self
+            .post("/v3/tags", json!({ "name": name }))
+            .await
+            .expect(201);
+        format!("/v3/tags/{}", tag["id"].as_str().expect("a tag id"))
+    }
+
     pub async fn get(&self, path: &str) -> TestResponse {
         self.send(Method::GET, path, Some(ADMIN_TOKEN), None).await
     }

@@ -69,20 +69,12 @@ async fn issue(app: &TestApp, body: Value) -> String {
     created["token"].as_str().unwrap().to_owned()
 }
 
-async fn tag(app: &TestApp, name: &str) -> String {
-    let tag = app
-        .post("/v3/tags", json!({ "name": name }))
-        .await
-        .expect(201);
-    format!("/v3/tags/{}", tag["id"].as_str().unwrap())
-}
-
 api_test! {
     /// The tag's GetItem is in flight together with the token's: the store
     /// here lets a GetItem through only beside another one. A token of the
     /// earlier kind names no workspace, so its request reads one after the other.
     async fn a_read_by_id_goes_out_beside_the_token_check(app) {
-        let path = tag(&app, "VIP").await;
+        let path = app.tag_path("VIP").await;
         let token = issue(&app, json!({ "name": "reader" })).await;
         let paired = |patience| Arc::new(InPairs {
             inner: app.store.clone(),
@@ -102,7 +94,7 @@ api_test! {
     /// A revoked or expired token gets 401 on its next read, whether the route
     /// reads a record, a list, or nothing at all; no byte of the record leaves.
     async fn nothing_is_answered_before_the_token_holds(app) {
-        let path = tag(&app, "Secret plans").await;
+        let path = app.tag_path("Secret plans").await;
         let token = issue(&app, json!({ "name": "soon revoked" })).await;
         let reader = app.as_token(&token);
         reader.get(&path).await.expect(200);

@@ -32,7 +32,7 @@ struct Args {
     #[arg(long, default_value_t = 200_000)]
     requests: u32,
     /// What to measure (for a profile of one kind).
-    #[arg(long, value_delimiter = ',', default_value = "get,list,create")]
+    #[arg(long, value_delimiter = ',', default_value = "hello,get,list,create")]
     kinds: Vec<String>,
 }
 
@@ -98,6 +98,19 @@ fn main() {
         }
         let wanted = |kind: &str| args.kinds.iter().any(|k| k == kind);
         let n = |kind: &str, n: u32| if wanted(kind) { n } else { 0 };
+        // The floor: what the same calls cost a bare axum Router (bench-local's
+        // hello-JSON), harness included.
+        let bare = axum::Router::new().route(
+            "/hello",
+            axum::routing::get(|| async {
+                axum::Json(serde_json::json!({ "hello": "world", "id": "1" }))
+            }),
+        );
+        let hello = per_request(n("hello", args.requests), async |_| {
+            let (status, _) = call(&bare, "GET", "/hello", &token, "").await;
+            assert_eq!(status, StatusCode::OK);
+        })
+        .await;
         let get = per_request(n("get", args.requests), async |_| {
             let (status, _) = call(&app, "GET", &path, &token, "").await;
             assert_eq!(status, StatusCode::OK);
@@ -117,6 +130,7 @@ fn main() {
         println!("| in process, one thread, `--in-memory` | µs per request |");
         println!("|---|---|");
         let rows = [
+            ("hello", "bare axum hello-JSON (`GET /hello`)", hello),
             ("get", "GET /v3/tags/{id}", get),
             ("list", "GET /v3/tags?limit=20", list),
             // Wall time: it includes the store's writer thread and the two

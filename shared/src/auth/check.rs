@@ -9,6 +9,7 @@
 //! the check first. `http::request_context` awaits the check before any answer
 //! leaves, so a handler that reads nothing is refused just the same.
 
+use std::any::TypeId;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -20,7 +21,9 @@ use crate::error::ApiError;
 use crate::ids::{self, WorkspaceId};
 use crate::keys;
 use crate::record;
-use crate::store::{Item, Key, Metrics, Page, Query, SharedStore, Store, StoreError, Write};
+use crate::store::{
+    Decode, Decoded, Item, Key, Metrics, Page, Query, SharedStore, Store, StoreError, Write,
+};
 
 /// A token's verdict: read once per request, shared by all who wait for it.
 #[derive(Clone)]
@@ -127,6 +130,16 @@ pub struct Gated(pub SharedStore);
 impl Store for Gated {
     async fn get(&self, key: &Key, consistent: bool) -> Result<Option<Item>, StoreError> {
         beside_check(self.0.get(key, consistent)).await
+    }
+
+    async fn get_decoded(
+        &self,
+        key: &Key,
+        consistent: bool,
+        type_id: TypeId,
+        decode: Decode<'_>,
+    ) -> Result<Option<Decoded>, StoreError> {
+        beside_check(self.0.get_decoded(key, consistent, type_id, decode)).await
     }
 
     async fn batch_get(&self, keys: &[Key]) -> Result<Vec<Item>, StoreError> {

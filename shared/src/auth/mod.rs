@@ -26,7 +26,7 @@ pub use check::{Gated, TokenCheck};
 pub use token::{TOKEN_PREFIX, TokenShape, generate_token, hash_token, token_shape};
 
 use crate::error::ApiError;
-use crate::http::{AppState, RequestId};
+use crate::http::AppState;
 use crate::ids::WorkspaceId;
 use crate::ids::{self, Timestamp};
 use crate::keys;
@@ -171,11 +171,7 @@ impl FromRequestParts<AppState> for Caller {
             TokenShape::Current(workspace) => Some(workspace),
             TokenShape::Legacy => None,
         };
-        let request_id = parts
-            .extensions
-            .get::<RequestId>()
-            .map(|r| r.0.clone())
-            .unwrap_or_else(ids::new_ulid);
+        let request_id = crate::context::request_id().unwrap_or_else(ids::new_ulid);
         let check = TokenCheck::pending(state.ungated.clone(), hash_token(token), named);
         let reads_only = matches!(parts.method, Method::GET | Method::HEAD);
         match named {

@@ -3,7 +3,7 @@
 //! `Idempotent-Replayed: true`, and keeps the answer after the handler.
 
 use axum::body::{Body, to_bytes};
-use axum::extract::{FromRequestParts, Request, State};
+use axum::extract::{FromRequestParts, Request};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -25,11 +25,7 @@ fn kept(name: &HeaderName) -> bool {
         || name.as_str().starts_with("x-") && name.as_str() != "x-request-id"
 }
 
-pub(super) async fn idempotent(
-    State(state): State<AppState>,
-    req: Request,
-    next: Next,
-) -> Response {
+pub(super) async fn idempotent(state: AppState, req: Request, next: Next) -> Response {
     if req.method() != Method::POST || !req.headers().contains_key(IDEMPOTENCY_KEY) {
         return next.run(req).await;
     }

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use aide::operation::{OperationHandler, OperationInput, OperationOutput};
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
 use axum::handler::Handler;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
@@ -75,9 +75,6 @@ impl AppState {
 
 /// The id of the request being served: API Gateway's request id on AWS, the
 /// caller's `x-request-id` when given, a new ULID otherwise.
-#[derive(Debug, Clone)]
-pub struct RequestId(pub String);
-
 fn request_id_of(req: &Request) -> String {
     use lambda_http::request::RequestContext;
     if let Some(RequestContext::ApiGatewayV2(ctx)) = req.extensions().get::<RequestContext>()
@@ -93,16 +90,19 @@ fn request_id_of(req: &Request) -> String {
         .unwrap_or_else(ids::new_ulid)
 }
 
-/// Gives the request its id and writes one log line for it. Never logs headers
-/// (tokens) or bodies.
-async fn request_context(mut req: Request, next: Next) -> Response {
+/// Around every route: gives the request its id, applies the [`limits`] and
+/// the `Idempotency-Key` ([`idempotent`]), holds the answer until the token
+/// holds, and writes one log line. Never logs headers (tokens) or bodies.
+async fn around(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let started = Instant::now();
     let request_id = request_id_of(&req);
     let method = req.method().clone();
     let route = req.extensions().get::<MatchedPath>().cloned();
-    req.extensions_mut().insert(RequestId(request_id.clone()));
     let mut response = crate::context::scope(request_id.clone(), async {
-        let response = next.run(req).await;
+        let response = match limits(req).await {
+            Ok(req) => idempotent::idempotent(state, req, next).await,
+            Err(refused) => refused,
+        };
         // Nothing leaves before the token holds, even from a handler that read nothing.
         match crate::context::token_check() {
             Some(check) => match check.verdict().await {
@@ -230,13 +230,10 @@ pub fn app(state: AppState, groups: Vec<Group>) -> Router {
         })
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            idempotent::idempotent,
-        ))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .layer(middleware::from_fn(limits))
-        .layer(middleware::from_fn(request_context))
+        // One middleware, not one per concern: each layer costs every request
+        // a clone of the routes' service and a boxed future.
+        .layer(middleware::from_fn_with_state(state.clone(), around))
         .with_state(state)
 }
 
@@ -252,14 +249,14 @@ const DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(2);
 /// [`BODY_LIMIT`] (413) in the error shape, before any handler; both pass
 /// through the request log like every answer. (The HTTP server's own limit on
 /// a request head, about 400 KB in hyper, is fifty times this one.)
-async fn limits(req: Request, next: Next) -> Response {
+async fn limits(req: Request) -> Result<Request, Response> {
     let target = req.uri().path_and_query().map_or(0, |pq| pq.as_str().len());
     if target > MAX_URI {
-        return ApiError::new(
+        return Err(ApiError::new(
             StatusCode::URI_TOO_LONG,
             format!("the request target is longer than {} KB", MAX_URI / 1024),
         )
-        .into_response();
+        .into_response());
     }
     let declared = req
         .headers()
@@ -268,9 +265,9 @@ async fn limits(req: Request, next: Next) -> Response {
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > BODY_LIMIT as u64) {
         drain(req.into_body()).await;
-        return ApiError::body_too_large().into_response();
+        return Err(ApiError::body_too_large().into_response());
     }
-    next.run(req).await
+    Ok(req)
 }
 
 /// Reads and drops a body, within [`DRAIN_BYTES`] and [`DRAIN_TIME`].

@@ -15,15 +15,20 @@ mod mutation;
 pub use audit::{AUDIT_LIST, AuditEntry};
 pub use mutation::{CommitError, Mutation, upsert, with_fresh_id};
 
+use std::any::TypeId;
+use std::sync::Arc;
+
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::{ApiError, ApiResult};
 use crate::ids::{self, Timestamp};
-use crate::store::{Item, Key, PK, SK, Store, TYPE};
+use crate::store::{Decoded, Item, Key, PK, SK, Store, StoreError, TYPE};
 
-pub trait Record: Serialize + DeserializeOwned {
+/// `Clone`, `Send`, `Sync` and `'static` so that a store can keep decoded
+/// records and hand out copies ([`crate::store::cache`]).
+pub trait Record: Serialize + DeserializeOwned + Clone + Send + Sync + 'static {
     /// The entity type written to every item, for people reading the table.
     const TYPE: &'static str;
 
@@ -63,7 +68,20 @@ pub async fn get<R: Record>(
     key: &Key,
     consistent: bool,
 ) -> ApiResult<Option<R>> {
-    store.get(key, consistent).await?.map(from_item).transpose()
+    let decode = |item: Item| -> Result<Decoded, StoreError> {
+        let record: R = from_item(item).map_err(|e| StoreError::Other(e.to_string()))?;
+        Ok(Arc::new(record))
+    };
+    let Some(found) = store
+        .get_decoded(key, consistent, TypeId::of::<R>(), &decode)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let record = found.downcast_ref::<R>().ok_or_else(|| {
+        ApiError::internal(format!("a store decoded {} as another type", R::TYPE))
+    })?;
+    Ok(Some(record.clone()))
 }
 
 /// One record by key that must exist: an unknown key (or another workspace's,

@@ -6,8 +6,13 @@
 //! written once in terms of these operations. There is no scan: every read is a
 //! get, a batch get or a key-range query.
 
+pub mod cache;
 pub mod dynamo;
 pub mod embedded;
+mod size;
+
+pub use cache::{Decode, Decoded};
+pub use size::item_size;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -279,6 +284,20 @@ pub trait Store: Send + Sync + 'static {
     /// One item by key. `consistent` asks for a strongly consistent read (twice the cost).
     async fn get(&self, key: &Key, consistent: bool) -> Result<Option<Item>, StoreError>;
 
+    /// One item by key, decoded by `decode` into the type `type_id` names: the
+    /// read of `record::get`. A store that keeps decoded records exact (the
+    /// embedded one, [`cache`]) answers from them; the others read and decode.
+    async fn get_decoded(
+        &self,
+        key: &Key,
+        consistent: bool,
+        type_id: std::any::TypeId,
+        decode: Decode<'_>,
+    ) -> Result<Option<Decoded>, StoreError> {
+        let _ = type_id;
+        self.get(key, consistent).await?.map(decode).transpose()
+    }
+
     /// Up to [`MAX_BATCH_GET`] items by key, in no particular order; missing keys are skipped.
     async fn batch_get(&self, keys: &[Key]) -> Result<Vec<Item>, StoreError>;
 
@@ -331,65 +350,4 @@ pub(crate) fn check_writes(writes: &[Write]) -> Result<(), StoreError> {
         }
     }
     Ok(())
-}
-
-/// The size of an item as DynamoDB counts it, near enough: names plus values.
-pub fn item_size(item: &Item) -> usize {
-    item.iter()
-        .map(|(name, value)| name.len() + value_size(value))
-        .sum()
-}
-
-/// The characters of a number as JSON writes it, without writing it: every
-/// read counts its item's size, and most numbers are integers.
-fn number_chars(n: &serde_json::Number) -> usize {
-    let digits = |u: u64| u.checked_ilog10().map_or(1, |d| d as usize + 1);
-    match (n.as_u64(), n.as_i64()) {
-        (Some(u), _) => digits(u),
-        (None, Some(i)) => 1 + digits(i.unsigned_abs()),
-        _ => n.to_string().len(),
-    }
-}
-
-fn value_size(value: &Value) -> usize {
-    match value {
-        Value::Null | Value::Bool(_) => 1,
-        Value::Number(n) => number_chars(n).div_ceil(2) + 1,
-        Value::String(s) => s.len(),
-        Value::Array(values) => 3 + values.iter().map(|v| 1 + value_size(v)).sum::<usize>(),
-        Value::Object(map) => {
-            3 + map
-                .iter()
-                .map(|(k, v)| 1 + k.len() + value_size(v))
-                .sum::<usize>()
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn a_number_counts_the_characters_json_writes() {
-        let numbers = [
-            json!(0),
-            json!(9),
-            json!(10),
-            json!(1_000_000_000_000_u64),
-            json!(u64::MAX),
-            json!(-1),
-            json!(-10),
-            json!(i64::MIN),
-            json!(1.5),
-            json!(-0.25),
-        ];
-        for value in numbers {
-            let Value::Number(n) = &value else {
-                unreachable!()
-            };
-            assert_eq!(number_chars(n), n.to_string().len(), "{n}");
-        }
-    }
 }

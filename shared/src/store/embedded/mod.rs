@@ -42,7 +42,9 @@ use tokio::sync::oneshot;
 #[cfg(test)]
 pub(crate) use codec::as_dynamodb_number;
 
+use crate::store::cache::RecordCache;
 use crate::store::*;
+use std::any::TypeId;
 
 /// Items by `(pk, sk)`: the item as JSON.
 const ITEMS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("items");
@@ -60,6 +62,8 @@ pub struct EmbeddedStore {
     writer_thread: Option<std::thread::JoinHandle<()>>,
     index_defs: Arc<Vec<Index>>,
     metrics: Arc<Metrics>,
+    /// Decoded records, forgotten by the writer as it writes ([`cache`]).
+    records: Arc<RecordCache>,
     /// The hot-key detector, when asked for ([`EmbeddedStore::count_partitions`]).
     partitions: Option<Arc<PartitionWrites>>,
     /// Held for the life of the store: one process per folder.
@@ -109,13 +113,15 @@ impl EmbeddedStore {
         txn.commit().map_err(engine)?;
         let db = Arc::new(db);
         let index_defs = Arc::new(indexes.to_vec());
-        let (writer, writer_thread) = write::spawn(db.clone(), index_defs.clone());
+        let records = Arc::new(RecordCache::default());
+        let (writer, writer_thread) = write::spawn(db.clone(), index_defs.clone(), records.clone());
         Ok(Self {
             db,
             writer: Some(writer),
             writer_thread: Some(writer_thread),
             index_defs,
             metrics: Arc::new(Metrics::default()),
+            records,
             partitions: None,
             _lock: lock,
         })
@@ -143,6 +149,22 @@ impl EmbeddedStore {
     }
 }
 
+impl EmbeddedStore {
+    /// A GetItem as DynamoDB counts it, whether or not the engine was read.
+    fn count_get(&self, size: usize, consistent: bool) {
+        Metrics::count(&self.metrics.gets, 1);
+        Metrics::units(
+            &self.metrics.read_milli_units,
+            codec::read_units(size, consistent),
+        );
+    }
+
+    /// The decoded records it keeps ([`cache`]), for tests.
+    pub fn records(&self) -> &RecordCache {
+        &self.records
+    }
+}
+
 /// Closing waits for the writer to finish what it was given, so the engine is
 /// shut down cleanly (no check of its last commit on the next open) and the
 /// folder can be opened again at once.
@@ -159,13 +181,32 @@ impl Drop for EmbeddedStore {
 impl Store for EmbeddedStore {
     async fn get(&self, key: &Key, consistent: bool) -> Result<Option<Item>, StoreError> {
         let item = read::get(&self.db, key)?;
-        Metrics::count(&self.metrics.gets, 1);
-        let size = item.as_ref().map(item_size).unwrap_or(0);
-        Metrics::units(
-            &self.metrics.read_milli_units,
-            codec::read_units(size, consistent),
-        );
+        self.count_get(item.as_ref().map_or(0, item_size), consistent);
         Ok(item)
+    }
+
+    async fn get_decoded(
+        &self,
+        key: &Key,
+        consistent: bool,
+        type_id: TypeId,
+        decode: Decode<'_>,
+    ) -> Result<Option<Decoded>, StoreError> {
+        if let Some((record, size)) = self.records.get(key, type_id) {
+            self.count_get(size, consistent);
+            return Ok(Some(record));
+        }
+        let ticket = self.records.ticket();
+        let Some(item) = read::get(&self.db, key)? else {
+            self.count_get(0, consistent);
+            return Ok(None);
+        };
+        let size = item_size(&item);
+        self.count_get(size, consistent);
+        let record = decode(item)?;
+        self.records
+            .keep(ticket, key, type_id, record.clone(), size);
+        Ok(Some(record))
     }
 
     async fn batch_get(&self, keys: &[Key]) -> Result<Vec<Item>, StoreError> {

@@ -14,6 +14,7 @@ use tokio::sync::oneshot;
 
 use super::codec::{self, from_bytes, item_key, to_bytes, write_units};
 use super::{EmbeddedStore, INDEXES, ITEMS, engine};
+use crate::store::cache::RecordCache;
 use crate::store::*;
 
 /// Requests one commit takes at most.
@@ -30,6 +31,7 @@ type Tbl<'t> = Table<'t, &'static [u8], &'static [u8]>;
 pub(super) fn spawn(
     db: Arc<Database>,
     index_defs: Arc<Vec<Index>>,
+    records: Arc<RecordCache>,
 ) -> (sync_mpsc::Sender<Request>, std::thread::JoinHandle<()>) {
     let (tx, rx) = sync_mpsc::channel::<Request>();
     let thread = std::thread::Builder::new()
@@ -44,14 +46,19 @@ pub(super) fn spawn(
                         Err(_) => break,
                     }
                 }
-                commit(&db, &index_defs, group);
+                commit(&db, &index_defs, &records, group);
             }
         })
         .expect("the store's writer thread");
     (tx, thread)
 }
 
-fn commit(db: &Database, defs: &[Index], group: Vec<Request>) {
+fn commit(db: &Database, defs: &[Index], records: &RecordCache, group: Vec<Request>) {
+    let keys: Vec<Key> = group
+        .iter()
+        .flat_map(|r| &r.writes)
+        .filter_map(Write::key)
+        .collect();
     let outcome = (|| {
         let mut txn = db.begin_write().map_err(engine)?;
         // Immediate in memory too: its sync costs nothing there, and only a
@@ -65,7 +72,9 @@ fn commit(db: &Database, defs: &[Index], group: Vec<Request>) {
                 answers.push(apply(&mut items, &mut indexes, defs, &request.writes)?);
             }
         }
-        txn.commit().map_err(engine)?;
+        // Decoded records of these keys are forgotten around the commit, and
+        // before any answer: a request that follows one sees what it wrote.
+        records.around(&keys, || txn.commit()).map_err(engine)?;
         Ok::<_, StoreError>(answers)
     })();
     match outcome {
