@@ -88,7 +88,7 @@ fi
   echo "(tag-shaped, 100 per transaction, fsynced), then the time from spawning the"
   echo "server to its accepting connections (a clean start, after a clean stop), and its"
   echo "resident memory after a list request. Throughput: 16 keep-alive connections"
-  echo "for a few seconds each (\`--seconds\`), in three rounds of disk, memory and"
+  echo "for a few seconds each (\`--seconds\`), in five rounds of disk, memory and"
   echo "hello-JSON in turn, medians shown, on the same 2 cores as the load"
   echo "generator, which takes its share of them: a ratio of throughputs is a ratio of"
   echo "(generator + server) costs per request. The server's CPU per request (the time"

@@ -165,14 +165,28 @@ pub fn now() -> Timestamp {
 }
 
 /// `2026-11-22T01:48:19.123Z`: RFC 3339 in UTC, milliseconds truncated, as
-/// chrono writes it. Written by hand for years 0 to 9999 (chrono's general
-/// formatter was a tenth of a GET by id's work); chrono writes the rest.
+/// chrono writes it.
 pub fn format_ts(ts: &Timestamp) -> String {
+    with_ts_text(ts, str::to_owned)
+}
+
+/// `f` of the text of `ts` ([`format_ts`]), without allocating it: written
+/// by hand for years 0 to 9999 (chrono's general formatter was a tenth of a
+/// GET by id's work), by chrono otherwise.
+pub fn with_ts_text<R>(ts: &Timestamp, f: impl FnOnce(&str) -> R) -> R {
+    let by_hand = ts_ascii(ts);
+    match by_hand.as_ref().map(|text| std::str::from_utf8(text)) {
+        Some(Ok(text)) => f(text),
+        _ => f(&ts.to_rfc3339_opts(SecondsFormat::Millis, true)),
+    }
+}
+
+fn ts_ascii(ts: &Timestamp) -> Option<[u8; 24]> {
     use chrono::{Datelike, Timelike};
     let (year, nanos) = (ts.year(), ts.nanosecond());
     // A leap second's nanoseconds run past one second: chrono writes `:60`.
     let (Ok(year @ 0..=9999), 0..=999_999_999) = (u32::try_from(year), nanos) else {
-        return ts.to_rfc3339_opts(SecondsFormat::Millis, true);
+        return None;
     };
     let mut text = *b"0000-00-00T00:00:00.000Z";
     let fields = [
@@ -190,7 +204,7 @@ pub fn format_ts(ts: &Timestamp) -> String {
             value /= 10;
         }
     }
-    text.iter().map(|&b| char::from(b)).collect()
+    Some(text)
 }
 
 /// Parses an RFC 3339 date-time, or a plain date (`2026-11-22`, taken as midnight UTC).
@@ -277,7 +291,7 @@ pub mod ts_format {
     use serde::{Deserialize, Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(ts: &Timestamp, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&format_ts(ts))
+        with_ts_text(ts, |text| s.serialize_str(text))
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Timestamp, D::Error> {
@@ -290,7 +304,7 @@ pub mod ts_format {
 
         pub fn serialize<S: Serializer>(ts: &Option<Timestamp>, s: S) -> Result<S::Ok, S::Error> {
             match ts {
-                Some(ts) => s.serialize_str(&format_ts(ts)),
+                Some(ts) => with_ts_text(ts, |text| s.serialize_str(text)),
                 None => s.serialize_none(),
             }
         }

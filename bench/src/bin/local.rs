@@ -38,7 +38,7 @@ struct Args {
     connections: usize,
     /// Rounds of the throughput runs (disk, memory, hello-JSON in turn, so a
     /// slow spell of the machine falls on all three); medians are reported.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 5)]
     rounds: usize,
     /// Where to keep the folders (removed at the end).
     #[arg(long, default_value = "target/bench-local")]

@@ -106,7 +106,12 @@ pub fn workspace(workspace_id: WorkspaceId) -> Key {
 
 /// The partition that holds one kind of record of a workspace.
 pub fn collection(workspace_id: WorkspaceId, kind: &str) -> String {
-    format!("{}#{kind}", ws(workspace_id))
+    // Built in place: every read by id builds one (`format!` twice was 3% of it).
+    let mut key = ws(workspace_id);
+    key.reserve(kind.len() + 1);
+    key.push('#');
+    key.push_str(kind);
+    key
 }
 
 /// The contact id at the end of an index item's sort key (`...#<id:16>` or `<id:16>`).
