@@ -94,6 +94,8 @@ fi
   echo "(generator + server) costs per request. The server's CPU per request (the time"
   echo "its threads spent on a CPU, from \`/proc\`, over the requests served) is its own"
   echo "cost; its share-of-hello row is hello's CPU per request over the server's."
+  echo "Each share is the median over the rounds of one round's ratio (the disk run"
+  echo "over the same round's hello run)."
   echo
   if [ "${BENCH_LOCAL:-1}" = 1 ]; then
     # shellcheck disable=SC2086

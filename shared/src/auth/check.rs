@@ -6,7 +6,7 @@
 //! read; [`Gated`] is the store every handler is given: a read issued while the
 //! check is pending is sent at once and joined with the check (one round trip
 //! for both), and hands nothing back unless the token holds; a write waits for
-//! the check first. `http::request_context` awaits the check before any answer
+//! the check first. `http::around` awaits the check before any answer
 //! leaves, so a handler that reads nothing is refused just the same.
 
 use std::any::TypeId;
