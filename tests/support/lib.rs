@@ -265,7 +265,6 @@ impl TestApp {
         }
     }
 
-    /// The same calls with the admin token of workspace 1.
     /// Creates a tag named `name` and answers its path (`/v3/tags/{id}`).
     pub async fn tag_path(&self, name: &str) -> String {
         let tag = self
@@ -275,6 +274,7 @@ impl TestApp {
         format!("/v3/tags/{}", tag["id"].as_str().expect("a tag id"))
     }
 
+    /// The same calls with the admin token of workspace 1.
     pub async fn get(&self, path: &str) -> TestResponse {
         self.send(Method::GET, path, Some(ADMIN_TOKEN), None).await
     }

@@ -69,7 +69,11 @@ pub async fn get<R: Record>(
     consistent: bool,
 ) -> ApiResult<Option<R>> {
     let decode = |item: Item| -> Result<Decoded, StoreError> {
-        let record: R = from_item(item).map_err(|e| StoreError::Other(e.to_string()))?;
+        // Not `from_item`: its ApiError would log once here and once again
+        // when the StoreError becomes a response.
+        let record: R = serde_json::from_value(Value::Object(item)).map_err(|e| {
+            StoreError::Other(format!("stored {} does not read back: {e}", R::TYPE))
+        })?;
         Ok(Arc::new(record))
     };
     let Some(found) = store

@@ -110,10 +110,17 @@ impl RecordCache {
 
     /// Runs the writer's `commit` of `keys`; see the module's documentation.
     pub fn around<T>(&self, keys: &[Key], commit: impl FnOnce() -> T) -> T {
+        /// Forgets again when the commit ends, even by a panic, so that
+        /// `committing` never stays set and the cache never stops keeping.
+        struct After<'a>(&'a RecordCache, &'a [Key]);
+        impl Drop for After<'_> {
+            fn drop(&mut self) {
+                self.0.forget(self.1, false);
+            }
+        }
         self.forget(keys, true);
-        let outcome = commit();
-        self.forget(keys, false);
-        outcome
+        let _after = After(self, keys);
+        commit()
     }
 
     fn forget(&self, keys: &[Key], committing: bool) {
