@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Writes examples/demo.jsonl: demo records for `crm load` (a month of session
-reports for several operators, groups, bots, channels and tags, plus catalog
-products, custom fields and business hours). Deterministic: the same file every
-run. Load it with times moved to the present:
+reports for several operators, groups, bots, channels and tags; catalog
+products, custom fields and business hours; tags, contacts (the sessions'
+phones), their organization and conversations, deals across the pipeline, and
+campaigns). Deterministic: the same file every run. Load it with times moved to the present:
 
     cargo run -- load examples/demo.jsonl --workspace 1 --shift-times
 """
@@ -30,6 +31,61 @@ lines.append({"type": "customField", "id": 1, "name": "Plan", "key": "plan", "en
 lines.append({"type": "businessHour", "id": 1, "name": "Office", "timezone": "America/Sao_Paulo",
               "intervals": [{"day": d, "start": "09:00", "end": "18:00"} for d in range(1, 6)]})
 lines.append({"type": "organization", "id": 1, "name": "Acme", "active": True})
+
+# The CRM's own records, drawn from a generator of their own so that the
+# sessions below stay what they were. Ids are the lines' own: deals name
+# their contacts and tags by them.
+crm = random.Random(7)
+TAGS = [("VIP", "#F44336"), ("Lead quente", "#FF9800"), ("Cliente", "#4CAF50"),
+        ("Suporte", "#2196F3"), ("Black Friday", "#212121")]
+for n, (name, color) in enumerate(TAGS, start=1):
+    tag = {"type": "tag", "id": n, "name": name, "color": color}
+    if n == 5:
+        tag["textColor"] = "#FFFFFF"
+    lines.append(tag)
+
+FIRST = ["Maria", "João", "Ana", "Pedro", "Carla", "Lucas", "Júlia", "Rafael", "Beatriz", "Tiago"]
+LAST = ["Silva", "Souza", "Oliveira", "Santos", "Lima", "Costa"]
+CONTACTS = 40
+for n in range(1, CONTACTS + 1):
+    first, last = FIRST[(n - 1) % len(FIRST)], LAST[(n - 1) // len(FIRST) % len(LAST)]
+    contact = {"type": "contact", "id": n, "name": f"{first} {last}",
+               # The phones of the sessions' conversations (below), written as people type them.
+               "phone": f"(11) 98000-{n - 1:04d}", "origin": crm.choice(["site", "whatsapp", "instagram"]),
+               "newContact": n > 30, "hasConversation": n <= 20}
+    if crm.random() < 0.6:
+        contact["email"] = f"{first.lower().replace('ú', 'u').replace('ã', 'a')}.{last.lower()}{n}@example.com"
+    if crm.random() < 0.4:
+        contact["customFields"] = {"plan": crm.choice(["Starter", "Pro"])}
+    lines.append(contact)
+for n in range(1, 11):
+    lines.append({"type": "contactOrganization", "contactId": n, "organizationId": 1, "main": n <= 5})
+for n in range(1, 21):
+    lines.append({"type": "conversation", "id": 10000 + n - 1, "contactId": n,
+                  "lastSession": {"id": f"demo-{2 * (n - 1):04d}", "createdAt": ts(END - timedelta(hours=n * 7)),
+                                  "segmentId": "whatsapp-1"}})
+
+lines.append({"type": "campaign", "id": 1, "name": "Black Friday", "status": "finished", "channelId": "whatsapp-1",
+              "leadsCount": 250, "message": "Descontos de até 50% hoje!", "messagesProcessed": 250,
+              "resultCounts": {"sent": 250, "received": 241, "read": 198, "answered": 37, "chunksExecuted": 3}})
+lines.append({"type": "campaign", "id": 2, "name": "Renovação Q4", "status": "scheduled", "channelId": "whatsapp-1",
+              "leadsCount": 120, "message": "Seu plano vence este mês.", "scheduledTo": ts(END + timedelta(days=10))})
+lines.append({"type": "campaign", "id": 3, "name": "Boas-vindas", "status": "draft", "channelId": "instagram-1",
+              "leadsCount": 40, "message": "Olá! Conheça nossos planos."})
+
+STAGES = ["lead", "qualified", "proposal", "negotiation"]
+for n in range(1, 25):
+    status = crm.choice(["open", "open", "open", "won", "lost"])
+    product = crm.choice([1, 2])
+    deal = {"type": "deal", "id": n, "name": f"{crm.choice(['Plano anual', 'Expansão', 'Renovação'])} {n}",
+            "value": [49.0, 199.0][product - 1] * 12, "status": status, "contactId": crm.randint(1, CONTACTS),
+            "operatorId": crm.choice([7, 8, 9]), "groupId": crm.choice([1, 2]), "pipelineId": "sales",
+            "stageId": crm.choice(STAGES), "origin": crm.choice(["site", "whatsapp", "indication"]),
+            "tagIds": sorted(crm.sample([1, 2, 3, 5], crm.randint(0, 2))),
+            "products": [{"id": str(product), "quantity": 12}]}
+    if status == "lost":
+        deal["lostReason"] = [crm.choice(["price", "competitor", "no answer"])]
+    lines.append(deal)
 
 for i in range(320):
     start = END - timedelta(minutes=random.randint(30, 30 * 24 * 60))

@@ -77,3 +77,67 @@ pub async fn load_line(
     (kind.run)(store, caller, Value::Object(line)).await?;
     Ok(kind.name)
 }
+
+/// A line that names its record's `id`, the rest of it being the resource's
+/// create body `T` (`{"type":"tag","id":7,"name":"VIP"}`): a record of a
+/// migration, or demo data that other lines point at by id.
+#[derive(Debug)]
+pub struct WithId<T> {
+    pub id: u64,
+    pub body: T,
+}
+
+impl<'de, T: DeserializeOwned> serde::Deserialize<'de> for WithId<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let mut map = serde_json::Map::deserialize(d)?;
+        let id = map
+            .remove("id")
+            .and_then(|v| v.as_u64())
+            .filter(|id| (1..=crate::ids::MAX_SAFE_ID).contains(id))
+            .ok_or_else(|| D::Error::custom("missing field `id` (a positive number)"))?;
+        let body = T::deserialize(Value::Object(map)).map_err(D::Error::custom)?;
+        Ok(WithId { id, body })
+    }
+}
+
+impl<T: Validate> Validate for WithId<T> {
+    fn validate(&self) -> Result<(), validator::ValidationErrors> {
+        self.body.validate()
+    }
+}
+
+impl<T> WithId<T> {
+    /// Loads the line's record, `R` at `key`: when the key holds none,
+    /// `create` makes it under the line's id (the create's own code); else
+    /// `update` gives it the fields the line names (the update's own code,
+    /// which writes nothing when they are already so).
+    pub async fn create_or_update<R, C, CF, U, UF, V>(
+        self,
+        store: &dyn Store,
+        key: &crate::store::Key,
+        create: C,
+        update: U,
+    ) -> ApiResult<()>
+    where
+        R: crate::record::Record,
+        C: FnOnce(u64, T) -> CF,
+        CF: Future<Output = Result<R, crate::record::CommitError>>,
+        U: FnOnce(u64, T) -> UF,
+        UF: Future<Output = ApiResult<V>>,
+    {
+        let WithId { id, body } = self;
+        if crate::record::get::<R>(store, key, true).await?.is_some() {
+            return update(id, body).await.map(drop);
+        }
+        match create(id, body).await {
+            Ok(_) => Ok(()),
+            // Created by another writer since the read above.
+            Err(crate::record::CommitError::IdTaken) => Err(ApiError::conflict(format!(
+                "{} {id} was created while this line loaded; load it again",
+                R::TYPE
+            ))),
+            Err(crate::record::CommitError::Api(e)) => Err(e),
+        }
+    }
+}

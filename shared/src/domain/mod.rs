@@ -35,6 +35,9 @@ use crate::store::Store;
 /// Every line type `crm load` takes, each declared by its resource.
 pub fn line_types() -> Vec<LineType> {
     [
+        tags::line_types(),
+        contacts::line_types(),
+        deals::line_types(),
         relations::line_types(),
         products::line_types(),
         custom_fields::line_types(),

@@ -12,8 +12,9 @@ use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::ids::WorkspaceId;
 use crate::keys;
+use crate::load::{LineType, Loadable, WithId};
 use crate::page::{CursorPage, CursorPaging, ListPage, Paging, counted_page, cursor_records};
-use crate::record::{self, Mutation, Record, Stamps, with_fresh_id};
+use crate::record::{self, CommitError, Mutation, Record, Stamps, with_fresh_id};
 use crate::store::{Index, Key, Query, SkRange, Store};
 
 /// The counter behind `totalCount`.
@@ -227,37 +228,73 @@ fn name_taken(name: &str) -> ApiError {
 }
 
 pub async fn create(store: &dyn Store, caller: &Caller, input: CreateTag) -> ApiResult<Tag> {
-    let name = input.name.trim().to_owned();
-    with_fresh_id(|id| {
-        let tag = Tag {
-            id,
-            workspace_id: caller.workspace_id,
-            name: name.clone(),
-            color: input
-                .color
-                .clone()
-                .unwrap_or_else(|| DEFAULT_COLOR.to_owned()),
-            text_color: input.text_color.clone(),
-            author_id: input.author_id,
-            legacy_id: input.legacy_id.clone(),
-            stamps: Stamps::new(),
-            version: 1,
-        };
-        async move {
-            let mut m = Mutation::new(caller);
-            m.create(&tag)?
-                .claim(
-                    keys::tag_name(caller.workspace_id, &normalize_name(&tag.name)),
-                    &tag.id.to_string(),
-                    name_taken(&tag.name),
-                )
-                .count_list(&keys::counter(caller.workspace_id, LIST), 1);
-            m.commit(store, "tag.create", "tag", &tag.id.to_string())
-                .await?;
-            Ok(tag)
-        }
-    })
-    .await
+    with_fresh_id(|id| insert(store, caller, id, &input)).await
+}
+
+/// Creates the tag `id`, its name's claim and its count, in one transaction.
+async fn insert(
+    store: &dyn Store,
+    caller: &Caller,
+    id: u64,
+    input: &CreateTag,
+) -> Result<Tag, CommitError> {
+    let tag = Tag {
+        id,
+        workspace_id: caller.workspace_id,
+        name: input.name.trim().to_owned(),
+        color: input
+            .color
+            .clone()
+            .unwrap_or_else(|| DEFAULT_COLOR.to_owned()),
+        text_color: input.text_color.clone(),
+        author_id: input.author_id,
+        legacy_id: input.legacy_id.clone(),
+        stamps: Stamps::new(),
+        version: 1,
+    };
+    let mut m = Mutation::new(caller);
+    m.create(&tag)?
+        .claim(
+            keys::tag_name(caller.workspace_id, &normalize_name(&tag.name)),
+            &tag.id.to_string(),
+            name_taken(&tag.name),
+        )
+        .count_list(&keys::counter(caller.workspace_id, LIST), 1);
+    m.commit(store, "tag.create", "tag", &tag.id.to_string())
+        .await?;
+    Ok(tag)
+}
+
+/// A `tag` line of `crm load`: `id` and the create body. Loaded again, the tag
+/// takes the fields the line names (no write when it has them already).
+#[async_trait::async_trait]
+impl Loadable for WithId<CreateTag> {
+    const TYPE: &'static str = "tag";
+
+    async fn load(self, store: &dyn Store, caller: &Caller) -> ApiResult<()> {
+        let key = keys::tag(caller.workspace_id, self.id);
+        self.create_or_update(
+            store,
+            &key,
+            |id, line| async move { insert(store, caller, id, &line).await },
+            |id, line| {
+                let patch = PatchTag {
+                    name: Some(line.name),
+                    color: line.color,
+                    text_color: line.text_color.map(Some),
+                    author_id: line.author_id.map(Some),
+                    legacy_id: line.legacy_id.map(Some),
+                };
+                update(store, caller, id, patch)
+            },
+        )
+        .await
+    }
+}
+
+/// The `crm load` lines of tags: `tag`.
+pub fn line_types() -> Vec<LineType> {
+    vec![LineType::of::<WithId<CreateTag>>()]
 }
 
 /// One tag by id: one GetItem (eventually consistent, 0.5 RCU).

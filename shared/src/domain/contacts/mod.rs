@@ -12,10 +12,12 @@
 //! - `input`: the bodies and how they change a contact;
 //! - `write`: create, update, find-or-create, by phone;
 //! - `list`: `GET /v3/contacts` and its filters; `search`: the `search` term;
-//! - `window`: `GET /v3/contacts/all`; `v1`: `GET /v1/contacts`.
+//! - `window`: `GET /v3/contacts/all`; `v1`: `GET /v1/contacts`;
+//! - `load`: the `contact` line of `crm load`.
 
 mod input;
 mod list;
+mod load;
 mod record;
 mod search;
 mod v1;
@@ -25,6 +27,7 @@ mod write;
 
 pub use input::{ContactInput, ContactInputV1};
 pub use list::{ContactQuery, SortField, SortOrder, list};
+pub use load::line_types;
 pub use record::{Contact, ContactFields, CrmData, Referrals};
 pub use v1::{V1Query, list_v1};
 pub use view::{ContactListItem, ContactV1, ContactV3, list_items};

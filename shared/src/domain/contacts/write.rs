@@ -9,7 +9,7 @@ use super::{LIST, NEW_LIST};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::keys;
-use crate::record::{self, Mutation, Stamps, with_fresh_id};
+use crate::record::{self, CommitError, Mutation, Stamps, with_fresh_id};
 use crate::store::{Key, SK, Store};
 
 fn phone_taken(phone: &str) -> ApiError {
@@ -69,25 +69,31 @@ pub async fn create(
     }
     let mut fields = ContactFields::default();
     input.apply(&mut fields)?;
-    with_fresh_id(|id| {
-        let contact = Contact {
-            id,
-            workspace_id: caller.workspace_id,
-            fields: fields.clone(),
-            stamps: Stamps::new(),
-            version: 1,
-            organization_ids: Vec::new(),
-            main_organization_id: None,
-        };
-        async move {
-            let mut m = Mutation::new(caller);
-            add_contact(&mut m, &contact, true)?;
-            m.commit(store, "contact.create", "contact", &contact.id.to_string())
-                .await?;
-            Ok(contact)
-        }
-    })
-    .await
+    with_fresh_id(|id| insert(store, caller, id, &fields)).await
+}
+
+/// Creates the contact `id`, its phone's claim, index items and counts, in
+/// one transaction.
+pub(super) async fn insert(
+    store: &dyn Store,
+    caller: &Caller,
+    id: u64,
+    fields: &ContactFields,
+) -> Result<Contact, CommitError> {
+    let contact = Contact {
+        id,
+        workspace_id: caller.workspace_id,
+        fields: fields.clone(),
+        stamps: Stamps::new(),
+        version: 1,
+        organization_ids: Vec::new(),
+        main_organization_id: None,
+    };
+    let mut m = Mutation::new(caller);
+    add_contact(&mut m, &contact, true)?;
+    m.commit(store, "contact.create", "contact", &contact.id.to_string())
+        .await?;
+    Ok(contact)
 }
 
 /// One contact by id: one GetItem.

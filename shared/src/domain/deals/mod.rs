@@ -20,11 +20,13 @@
 //! - `record`: the stored deal and its parts; `view`: the spec's Deal;
 //! - `index`: the index items and their digests; `input`: bodies and the rules
 //!   above; `write`: create, get, update;
-//! - `query`: the list's parameters in every form; `list`: the list itself.
+//! - `query`: the list's parameters in every form; `list`: the list itself;
+//! - `load`: the `deal` line of `crm load`.
 
 mod index;
 mod input;
 mod list;
+mod load;
 mod query;
 mod record;
 mod view;
@@ -33,6 +35,7 @@ mod write;
 pub use index::Digest;
 pub use input::DealInput;
 pub use list::list;
+pub use load::line_types;
 pub use query::{DealQuery, PeriodMetric, SortBy, parse_query};
 pub use record::{
     AuthorType, Deal, DealContact, DealContactInput, DealContext, DealConversation, DealFields,

@@ -11,10 +11,21 @@ use crate::domain::rollups;
 use crate::error::{ApiError, ApiResult};
 use crate::ids;
 use crate::keys;
-use crate::record::{self, Mutation, Stamps, with_fresh_id};
+use crate::record::{self, CommitError, Mutation, Stamps, with_fresh_id};
 use crate::store::{Key, Store};
 
 pub async fn create(store: &dyn Store, caller: &Caller, input: DealInput) -> ApiResult<Deal> {
+    let fields = new_fields(store, caller, input).await?;
+    with_fresh_id(|id| insert(store, caller, id, &fields)).await
+}
+
+/// A new deal's fields from a create body: the spec's required ones checked,
+/// its contact and products read.
+pub(super) async fn new_fields(
+    store: &dyn Store,
+    caller: &Caller,
+    input: DealInput,
+) -> ApiResult<DealFields> {
     let missing = missing(&input);
     if !missing.is_empty() {
         return Err(ApiError::fields(missing));
@@ -60,27 +71,33 @@ pub async fn create(store: &dyn Store, caller: &Caller, input: DealInput) -> Api
         context: None,
     };
     apply(store, ws, &mut fields, None, input).await?;
-    with_fresh_id(|id| {
-        let deal = Deal {
-            id,
-            workspace_id: ws,
-            fields: fields.clone(),
-            stamps: Stamps::new(),
-            version: 1,
-        };
-        async move {
-            let mut m = Mutation::new(caller);
-            m.create(&deal)?.count_list(&keys::counter(ws, LIST), 1);
-            rollups::stage(&mut m, ws, &[], &rollups::of_deal(&deal));
-            for item in deal.index_items() {
-                m.put_item(item);
-            }
-            m.commit(store, "deal.create", "deal", &id.to_string())
-                .await?;
-            Ok(deal)
-        }
-    })
-    .await
+    Ok(fields)
+}
+
+/// Creates the deal `id`, its index items and counts, in one transaction.
+pub(super) async fn insert(
+    store: &dyn Store,
+    caller: &Caller,
+    id: u64,
+    fields: &DealFields,
+) -> Result<Deal, CommitError> {
+    let ws = caller.workspace_id;
+    let deal = Deal {
+        id,
+        workspace_id: ws,
+        fields: fields.clone(),
+        stamps: Stamps::new(),
+        version: 1,
+    };
+    let mut m = Mutation::new(caller);
+    m.create(&deal)?.count_list(&keys::counter(ws, LIST), 1);
+    rollups::stage(&mut m, ws, &[], &rollups::of_deal(&deal));
+    for item in deal.index_items() {
+        m.put_item(item);
+    }
+    m.commit(store, "deal.create", "deal", &id.to_string())
+        .await?;
+    Ok(deal)
 }
 
 pub async fn get(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<Deal> {

@@ -1,0 +1,46 @@
+//! Contacts of a migration or of the demo, through `crm load`.
+
+use async_trait::async_trait;
+
+use super::input::ContactInput;
+use super::record::ContactFields;
+use super::write::{insert, update};
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::keys;
+use crate::load::{LineType, Loadable, WithId};
+use crate::store::Store;
+
+/// A `contact` line: `id` and the create body of `POST /v3/contacts`. Loaded
+/// again, the contact takes the fields the line names (no write when it has
+/// them already); its phone stays its identity, so a line whose phone another
+/// contact holds is refused, as the API refuses it.
+#[async_trait]
+impl Loadable for WithId<ContactInput> {
+    const TYPE: &'static str = "contact";
+
+    async fn load(self, store: &dyn Store, caller: &Caller) -> ApiResult<()> {
+        let key = keys::contact(caller.workspace_id, self.id);
+        self.create_or_update(
+            store,
+            &key,
+            |id, line: ContactInput| async move {
+                if line.phones.is_some() {
+                    return Err(
+                        ApiError::field("phones", "a contact line takes one `phone`").into(),
+                    );
+                }
+                let mut fields = ContactFields::default();
+                line.apply(&mut fields)?;
+                insert(store, caller, id, &fields).await
+            },
+            |id, line| update(store, caller, id, line),
+        )
+        .await
+    }
+}
+
+/// The `crm load` lines of contacts: `contact`.
+pub fn line_types() -> Vec<LineType> {
+    vec![LineType::of::<WithId<ContactInput>>()]
+}

@@ -1,0 +1,113 @@
+//! `crm load` of the CRM's own records: `tag`, `contact` and `deal` lines
+//! carry their record's `id` and the create body of its API, under the API's
+//! rules; loading a line again changes nothing, and a changed line changes the
+//! record. The demo data of `examples/` loads whole and fills every list.
+
+use api_tests::serde_json::{Value, json};
+use api_tests::{TestApp, api_test};
+
+async fn load(app: &TestApp, line: Value) -> Result<&'static str, u16> {
+    app.load_line(1, line).await.map_err(|e| e.status.as_u16())
+}
+
+api_test! {
+    /// A tag line creates the tag under its id, once; the name stays unique.
+    async fn loads_tags_under_their_ids(app) {
+        let line = json!({ "type": "tag", "id": 7, "name": "VIP", "color": "#FF0000" });
+        assert_eq!(load(&app, line.clone()).await, Ok("tag"));
+        let first = app.get("/v3/tags/7").await.expect(200);
+        assert_eq!((first["name"].clone(), first["color"].clone()), (json!("VIP"), json!("#FF0000")));
+        load(&app, line).await.unwrap();
+        assert_eq!(app.get("/v3/tags/7").await.expect(200), first, "loaded again: no change");
+        assert_eq!(app.get("/v3/tags").await.expect(200)["totalCount"], 1);
+
+        load(&app, json!({ "type": "tag", "id": 7, "name": "VIP", "color": "#00FF00" })).await.unwrap();
+        assert_eq!(app.get("/v3/tags/7").await.expect(200)["color"], "#00FF00");
+        app.post("/v3/tags", json!({ "name": "vip" })).await.expect_error(409);
+        assert_eq!(load(&app, json!({ "type": "tag", "id": 8, "name": " vip " })).await, Err(409));
+        assert_eq!(load(&app, json!({ "type": "tag", "id": 9 })).await, Err(400), "a name is needed");
+        assert_eq!(load(&app, json!({ "type": "tag", "name": "no id" })).await, Err(400));
+        assert_eq!(load(&app, json!({ "type": "tag", "id": 10, "name": "x", "size": 3 })).await, Err(400), "unknown field");
+        assert_eq!(app.get("/v3/tags").await.expect(200)["totalCount"], 1);
+    }
+}
+
+api_test! {
+    /// A contact line: its phone canonical and its identity, as through the API.
+    async fn loads_contacts_under_their_ids(app) {
+        let line = json!({ "type": "contact", "id": 3, "name": "Maria", "phone": "(11) 98765-4321", "email": "maria@example.com" });
+        assert_eq!(load(&app, line.clone()).await, Ok("contact"));
+        let first = app.get("/v3/contacts/3").await.expect(200);
+        assert_eq!((first["phone"].clone(), first["email"].clone()), (json!("+5511987654321"), json!("maria@example.com")));
+        load(&app, line).await.unwrap();
+        assert_eq!(app.get("/v3/contacts/3").await.expect(200), first, "loaded again: no change");
+        assert_eq!(app.get("/v3/contacts?search=mar").await.expect(200)["data"][0]["id"], "3");
+        assert_eq!(app.get("/v3/contacts").await.expect(200)["totalCount"], 1);
+
+        // A changed line moves what the line names and keeps the rest.
+        load(&app, json!({ "type": "contact", "id": 3, "name": "Maria Silva" })).await.unwrap();
+        let changed = app.get("/v3/contacts/3").await.expect(200);
+        assert_eq!((changed["name"].clone(), changed["email"].clone()), (json!("Maria Silva"), json!("maria@example.com")));
+        // One phone, one contact.
+        assert_eq!(load(&app, json!({ "type": "contact", "id": 4, "phone": "5511987654321" })).await, Err(409));
+        assert_eq!(load(&app, json!({ "type": "contact", "id": 5, "phones": ["11987654322"] })).await, Err(400));
+        assert_eq!(load(&app, json!({ "type": "contact", "id": 6, "email": "not an address" })).await, Err(400));
+        assert_eq!(app.get("/v3/contacts").await.expect(200)["totalCount"], 1);
+    }
+}
+
+api_test! {
+    /// A deal line: the create's required fields and its contact a contact of the workspace.
+    async fn loads_deals_under_their_ids(app) {
+        load(&app, json!({ "type": "contact", "id": 1, "name": "Buyer", "phone": "11987654321" })).await.unwrap();
+        let line = json!({ "type": "deal", "id": 12, "name": "Annual", "value": 1200, "status": "open", "contactId": 1,
+                           "operatorId": 7, "groupId": 1, "pipelineId": "sales", "stageId": "lead", "origin": "site", "tagIds": [] });
+        assert_eq!(load(&app, line.clone()).await, Ok("deal"));
+        let first = app.get("/v3/deals/12").await.expect(200);
+        assert_eq!((first["contact"]["name"].clone(), first["value"].clone()), (json!("Buyer"), json!(1200.0)));
+        load(&app, line).await.unwrap();
+        assert_eq!(app.get("/v3/deals/12").await.expect(200), first, "loaded again: no change");
+
+        load(&app, json!({ "type": "deal", "id": 12, "status": "won" })).await.unwrap();
+        let won = app.get("/v3/deals/12").await.expect(200);
+        assert_eq!(won["status"], "won");
+        assert!(won["wonLostDate"].is_string(), "the deal's rules hold for a line too: {won}");
+        let won_list = app.get("/v3/deals?roleId=1&isOwner=true&userId=7&filters[status]=won").await.expect(200);
+        assert_eq!(won_list["totalCount"], 1);
+
+        assert_eq!(load(&app, json!({ "type": "deal", "id": 13, "name": "No contact" })).await, Err(400), "required fields");
+        let mut elsewhere = json!({ "type": "deal", "id": 14, "name": "x", "value": 1, "status": "open", "contactId": 99,
+                                    "operatorId": 7, "groupId": 1, "pipelineId": "p", "stageId": "s", "origin": "o", "tagIds": [] });
+        assert!(matches!(load(&app, elsewhere.clone()).await, Err(400 | 404)), "an unknown contact");
+        elsewhere["contactId"] = json!(1);
+        load(&app, elsewhere).await.unwrap();
+        assert_eq!(app.get("/v3/deals?roleId=1&isOwner=true&userId=7").await.expect(200)["totalCount"], 2);
+    }
+}
+
+api_test! {
+    /// `examples/demo.jsonl` loads whole, twice without a change, and fills the lists.
+    async fn the_demo_data_loads_and_fills_every_list(app) {
+        let demo = include_str!("../../examples/demo.jsonl");
+        for round in 0..2 {
+            for (n, line) in demo.lines().enumerate() {
+                let line: Value = api_tests::serde_json::from_str(line).unwrap();
+                app.load_line(1, line).await.unwrap_or_else(|e| panic!("line {} (round {round}): {e:?}", n + 1));
+            }
+            let total = |path: &'static str| {
+                let app = &app;
+                async move { app.get(path).await.expect(200)["totalCount"].clone() }
+            };
+            assert_eq!(total("/v3/tags").await, 5);
+            assert_eq!(total("/v3/contacts").await, 40);
+            assert_eq!(total("/v3/contacts?organizationId=1").await, 10);
+            assert_eq!(total("/v3/contacts?segmentId=whatsapp-1").await, 20);
+            assert_eq!(total("/v3/deals?roleId=1&isOwner=true&userId=7").await, 24);
+            assert_eq!(total("/v3/campaigns").await, 3);
+            assert_eq!(total("/v3/products").await, 2);
+        }
+        app.get("/v3/reports/sessions/demo-0000").await.expect(200);
+        app.get("/v3/business-hours/1").await.expect(200);
+        app.get("/v3/custom-fields/1").await.expect(200);
+    }
+}
