@@ -289,14 +289,24 @@ async fn load(args: Load) -> Result<(), String> {
         text = crm::shift_times(&text, shared::ids::now());
     }
     let store = args.target.store().await?;
-    shared::record::find::<workspaces::Workspace>(
+    let workspace = shared::ids::WorkspaceId::from(args.target.workspace);
+    let exists = shared::record::get::<workspaces::Workspace>(
         store.as_ref(),
-        &keys::workspace(args.target.workspace.into()),
+        &keys::workspace(workspace),
         true,
-        "workspace",
     )
     .await
-    .map_err(|_| format!("workspace {} does not exist", args.target.workspace))?;
+    .map_err(|e| e.message)?
+    .is_some();
+    match exists {
+        true => {}
+        // Into a new store, workspace 1 comes first, as `crm serve` makes it:
+        // the demo data loads in one command on a fresh clone.
+        false if workspace == workspaces::FIRST_WORKSPACE => {
+            bootstrap(store.clone(), "Default workspace").await?;
+        }
+        false => return Err(format!("workspace {workspace} does not exist")),
+    }
     let caller = shared::auth::Caller::system(args.target.workspace, "load");
 
     let lines: Vec<(usize, &str)> = text

@@ -282,6 +282,43 @@ fn loads_records_from_json_lines() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// The README's demo: `crm load examples/demo.jsonl` into a new folder makes
+/// workspace 1 (as `crm serve` would) and fills it in one command.
+#[test]
+fn the_demo_loads_into_a_new_folder_in_one_command() {
+    let dir = std::env::temp_dir().join(format!("crm-demo-test-{}", std::process::id()));
+    let data = dir.to_str().unwrap();
+    let demo = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/demo.jsonl");
+    let loaded = Command::new(env!("CARGO_BIN_EXE_crm"))
+        .args(["load", demo, "--shift-times", "--data", data])
+        .env("CRM_BOOTSTRAP_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&loaded.stderr);
+    assert!(loaded.status.success(), "{stderr}");
+    assert!(stderr.contains("Created workspace 1."), "{stderr}");
+    assert!(
+        stderr.contains("24 deal") && stderr.contains("40 contact"),
+        "{stderr}"
+    );
+
+    let server = start(&["--data", data]);
+    for (path, total) in [
+        ("/v3/tags", 5),
+        ("/v3/campaigns", 3),
+        ("/v3/deals?roleId=1&isOwner=true&userId=7", 24),
+    ] {
+        let (status, body) = call(server.port, "GET", path, None);
+        assert_eq!(status, 200, "{body}");
+        assert!(
+            body.contains(&format!("\"totalCount\":{total}")),
+            "{path}: {body}"
+        );
+    }
+    drop(server);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// Like [`call`], or `None` when the server is gone (refused, reset, cut short).
 fn try_call(port: u16, method: &str, path: &str, body: &str) -> Option<(u16, String)> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
