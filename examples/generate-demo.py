@@ -68,8 +68,12 @@ for n in range(1, 21):
 lines.append({"type": "campaign", "id": 1, "name": "Black Friday", "status": "finished", "channelId": "whatsapp-1",
               "leadsCount": 250, "message": "Descontos de até 50% hoje!", "messagesProcessed": 250,
               "resultCounts": {"sent": 250, "received": 241, "read": 198, "answered": 37, "chunksExecuted": 3}})
-lines.append({"type": "campaign", "id": 2, "name": "Renovação Q4", "status": "scheduled", "channelId": "whatsapp-1",
-              "leadsCount": 120, "message": "Seu plano vence este mês.", "scheduledTo": ts(END + timedelta(days=10))})
+# Started two days before the file's latest time: `crm load --shift-times`
+# moves every time so that the latest is now, so no time here may pass END.
+lines.append({"type": "campaign", "id": 2, "name": "Renovação Q4", "status": "paused", "channelId": "whatsapp-1",
+              "leadsCount": 120, "message": "Seu plano vence este mês.", "scheduledTo": ts(END - timedelta(days=2)),
+              "messagesProcessed": 60, "resultCounts": {"sent": 60, "received": 58, "read": 41, "answered": 9,
+                                                         "chunksExecuted": 1}})
 lines.append({"type": "campaign", "id": 3, "name": "Boas-vindas", "status": "draft", "channelId": "instagram-1",
               "leadsCount": 40, "message": "Olá! Conheça nossos planos."})
 

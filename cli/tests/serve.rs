@@ -315,6 +315,14 @@ fn the_demo_loads_into_a_new_folder_in_one_command() {
             "{path}: {body}"
         );
     }
+    // Its times moved so that the latest is now: last week has sessions.
+    let (_, body) = call(
+        server.port,
+        "GET",
+        "/v3/reports/sessions?period=week&limit=1",
+        None,
+    );
+    assert!(!body.contains("\"totalCount\":0"), "{body}");
     drop(server);
     std::fs::remove_dir_all(dir).unwrap();
 }
