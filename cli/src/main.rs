@@ -202,6 +202,9 @@ async fn start_up(args: &Serve) -> Result<(tokio::net::TcpListener, axum::Router
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    // The port bound, which `--port 0` leaves to the system (the tests' way
+    // to a free port that nothing can take between its choice and the bind).
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
     let where_ = if args.dynamodb {
         "DynamoDB".to_owned()
     } else if args.in_memory {

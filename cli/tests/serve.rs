@@ -2,7 +2,7 @@
 //! bootstrapped with CRM_BOOTSTRAP_TOKEN, keeping its data across a restart.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -15,6 +15,17 @@ struct Server {
     log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
+impl Server {
+    /// SIGTERM, as a service manager stops it; answers its exit status.
+    #[cfg(unix)]
+    fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = libc::pid_t::try_from(self.child.id()).expect("a pid");
+        // SAFETY: a plain kill(2) of our own child, which has not been waited for.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+        self.child.wait().expect("crm exits")
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -22,51 +33,50 @@ impl Drop for Server {
     }
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn start(args: &[&str]) -> Server {
     start_with(args, &[])
 }
 
+/// Starts `crm serve` on a port the system chooses (`--port 0`) and reads it
+/// from the server's own log line: a port picked here and passed on could be
+/// taken by another test's server or connection before the server binds it.
 fn start_with(args: &[&str], env: &[(&str, &str)]) -> Server {
-    let port = free_port();
     let mut child = Command::new(env!("CARGO_BIN_EXE_crm"))
-        .arg("serve")
-        .args(["--port", &port.to_string()])
+        .args(["serve", "--port", "0"])
         .args(args)
         .env("CRM_BOOTSTRAP_TOKEN", TOKEN)
-        .env("RUST_LOG", "warn")
+        .env("RUST_LOG", "warn,crm=info")
         .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("crm starts");
     let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (port_tx, port_rx) = std::sync::mpsc::channel();
     let stdout: Box<dyn Read + Send> = Box::new(child.stdout.take().unwrap());
     let stderr: Box<dyn Read + Send> = Box::new(child.stderr.take().unwrap());
     for output in [stdout, stderr] {
-        let lines = log.clone();
+        let (lines, port_tx) = (log.clone(), port_tx.clone());
         std::thread::spawn(move || {
             for line in BufReader::new(output).lines().map_while(Result::ok) {
+                if let Some(port) = listening_port(&line) {
+                    let _ = port_tx.send(port);
+                }
                 lines.lock().unwrap().push(line);
             }
         });
     }
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "crm serve did not listen on {port}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let port = port_rx
+        .recv_timeout(Duration::from_secs(20))
+        .unwrap_or_else(|_| panic!("crm serve did not listen: {:?}", log.lock().unwrap()));
     Server { child, port, log }
+}
+
+/// The port of the log line "CRM API on http://127.0.0.1:<port> (...)".
+fn listening_port(line: &str) -> Option<u16> {
+    let rest = line.split("CRM API on http://").nth(1)?;
+    let addr = rest.split_whitespace().next()?;
+    addr.rsplit(':').next()?.parse().ok()
 }
 
 /// A minimal HTTP/1.1 exchange; returns (status, body).
@@ -130,25 +140,9 @@ fn keeps_its_data_across_a_restart() {
 fn a_stop_the_moment_it_listens_is_a_clean_stop() {
     let dir = std::env::temp_dir().join(format!("crm-stop-test-{}", std::process::id()));
     for round in 0..5 {
-        let port = free_port();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_crm"))
-            .arg("serve")
-            .args(["--port", &port.to_string(), "--data", dir.to_str().unwrap()])
-            .env("CRM_BOOTSTRAP_TOKEN", TOKEN)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("crm starts");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "crm serve did not listen");
-            std::thread::sleep(Duration::from_micros(100));
-        }
-        let pid = libc::pid_t::try_from(child.id()).expect("a pid");
-        // SAFETY: a plain kill(2) of our own child, which has not been waited for.
-        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
-        let status = child.wait().expect("crm exits");
+        // Its log line comes between the bind and the start of serving.
+        let mut server = start(&["--data", dir.to_str().unwrap()]);
+        let status = server.terminate();
         assert!(status.success(), "round {round}: {status}");
     }
     std::fs::remove_dir_all(dir).unwrap();
