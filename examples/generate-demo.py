@@ -32,65 +32,7 @@ lines.append({"type": "businessHour", "id": 1, "name": "Office", "timezone": "Am
               "intervals": [{"day": d, "start": "09:00", "end": "18:00"} for d in range(1, 6)]})
 lines.append({"type": "organization", "id": 1, "name": "Acme", "active": True})
 
-# The CRM's own records, drawn from a generator of their own so that the
-# sessions below stay what they were. Ids are the lines' own: deals name
-# their contacts and tags by them.
-crm = random.Random(7)
-TAGS = [("VIP", "#F44336"), ("Lead quente", "#FF9800"), ("Cliente", "#4CAF50"),
-        ("Suporte", "#2196F3"), ("Black Friday", "#212121")]
-for n, (name, color) in enumerate(TAGS, start=1):
-    tag = {"type": "tag", "id": n, "name": name, "color": color}
-    if n == 5:
-        tag["textColor"] = "#FFFFFF"
-    lines.append(tag)
-
-FIRST = ["Maria", "João", "Ana", "Pedro", "Carla", "Lucas", "Júlia", "Rafael", "Beatriz", "Tiago"]
-LAST = ["Silva", "Souza", "Oliveira", "Santos", "Lima", "Costa"]
-CONTACTS = 40
-for n in range(1, CONTACTS + 1):
-    first, last = FIRST[(n - 1) % len(FIRST)], LAST[(n - 1) // len(FIRST) % len(LAST)]
-    contact = {"type": "contact", "id": n, "name": f"{first} {last}",
-               # The phones of the sessions' conversations (below), written as people type them.
-               "phone": f"(11) 98000-{n - 1:04d}", "origin": crm.choice(["site", "whatsapp", "instagram"]),
-               "newContact": n > 30, "hasConversation": n <= 20}
-    if crm.random() < 0.6:
-        contact["email"] = f"{first.lower().replace('ú', 'u').replace('ã', 'a')}.{last.lower()}{n}@example.com"
-    if crm.random() < 0.4:
-        contact["customFields"] = {"plan": crm.choice(["Starter", "Pro"])}
-    lines.append(contact)
-for n in range(1, 11):
-    lines.append({"type": "contactOrganization", "contactId": n, "organizationId": 1, "main": n <= 5})
-for n in range(1, 21):
-    lines.append({"type": "conversation", "id": 10000 + n - 1, "contactId": n,
-                  "lastSession": {"id": f"demo-{2 * (n - 1):04d}", "createdAt": ts(END - timedelta(hours=n * 7)),
-                                  "segmentId": "whatsapp-1"}})
-
-lines.append({"type": "campaign", "id": 1, "name": "Black Friday", "status": "finished", "channelId": "whatsapp-1",
-              "leadsCount": 250, "message": "Descontos de até 50% hoje!", "messagesProcessed": 250,
-              "resultCounts": {"sent": 250, "received": 241, "read": 198, "answered": 37, "chunksExecuted": 3}})
-# Started two days before the file's latest time: `crm load --shift-times`
-# moves every time so that the latest is now, so no time here may pass END.
-lines.append({"type": "campaign", "id": 2, "name": "Renovação Q4", "status": "paused", "channelId": "whatsapp-1",
-              "leadsCount": 120, "message": "Seu plano vence este mês.", "scheduledTo": ts(END - timedelta(days=2)),
-              "messagesProcessed": 60, "resultCounts": {"sent": 60, "received": 58, "read": 41, "answered": 9,
-                                                         "chunksExecuted": 1}})
-lines.append({"type": "campaign", "id": 3, "name": "Boas-vindas", "status": "draft", "channelId": "instagram-1",
-              "leadsCount": 40, "message": "Olá! Conheça nossos planos."})
-
-STAGES = ["lead", "qualified", "proposal", "negotiation"]
-for n in range(1, 25):
-    status = crm.choice(["open", "open", "open", "won", "lost"])
-    product = crm.choice([1, 2])
-    deal = {"type": "deal", "id": n, "name": f"{crm.choice(['Plano anual', 'Expansão', 'Renovação'])} {n}",
-            "value": [49.0, 199.0][product - 1] * 12, "status": status, "contactId": crm.randint(1, CONTACTS),
-            "operatorId": crm.choice([7, 8, 9]), "groupId": crm.choice([1, 2]), "pipelineId": "sales",
-            "stageId": crm.choice(STAGES), "origin": crm.choice(["site", "whatsapp", "indication"]),
-            "tagIds": sorted(crm.sample([1, 2, 3, 5], crm.randint(0, 2))),
-            "products": [{"id": str(product), "quantity": 12}]}
-    if status == "lost":
-        deal["lostReason"] = [crm.choice(["price", "competitor", "no answer"])]
-    lines.append(deal)
-
+sessions = []
 for i in range(320):
     start = END - timedelta(minutes=random.randint(30, 30 * 24 * 60))
     operator = random.choice(OPERATORS)
@@ -150,7 +92,92 @@ for i in range(320):
         session["deals"] = {"ids": [100000 + i], "won": random.random() < 0.5}
     if random.random() < 0.1:
         session["campaignId"] = random.choice(CAMPAIGNS)
-    lines.append(session)
+    sessions.append(session)
+
+# The CRM's own records, drawn from a generator of their own so that the
+# sessions above stay what they were. Their ids are made from times, as the
+# API makes them (ids are time-ordered: a loaded record was created when its id
+# says); deals name their contacts and tags by these ids.
+EPOCH_MS = 1_704_067_200_000  # the ids' epoch, 2024-01-01 (shared/src/ids.rs)
+
+
+def make_id(t, seq):
+    return ((int(t.timestamp() * 1000) - EPOCH_MS) << 12) | seq
+
+
+crm = random.Random(7)
+TAGS = [("Cliente VIP", "#F44336"), ("Lead quente", "#FF9800"), ("Cliente", "#4CAF50"),
+        ("Suporte", "#2196F3"), ("Black Friday", "#212121")]
+tag_ids = []
+for n, (name, color) in enumerate(TAGS, start=1):
+    tag_id = make_id(END - timedelta(days=90, minutes=-n), n)
+    tag_ids.append(tag_id)
+    tag = {"type": "tag", "id": tag_id, "name": name, "color": color}
+    if n == 5:
+        tag["textColor"] = "#FFFFFF"
+    lines.append(tag)
+
+FIRST = ["Maria", "João", "Ana", "Pedro", "Carla", "Lucas", "Júlia", "Rafael", "Beatriz", "Tiago"]
+LAST = ["Silva", "Souza", "Oliveira", "Santos", "Lima", "Costa"]
+CONTACTS = 40
+contacts = []  # (id, created)
+for n in range(1, CONTACTS + 1):
+    first, last = FIRST[(n - 1) % len(FIRST)], LAST[(n - 1) // len(FIRST) % len(LAST)]
+    created = END - timedelta(days=crm.randint(1, 60), minutes=crm.randint(0, 1440))
+    contact_id = make_id(created, n)
+    contacts.append((contact_id, created))
+    contact = {"type": "contact", "id": contact_id, "name": f"{first} {last}",
+               # The phone of the sessions' conversation 10000 + n - 1, written as people type it.
+               "phone": f"(11) 98000-{n - 1:04d}", "origin": crm.choice(["site", "whatsapp", "instagram"]),
+               "newContact": n > 30, "hasConversation": n <= 20}
+    if crm.random() < 0.6:
+        contact["email"] = f"{first.lower().replace('ú', 'u').replace('ã', 'a')}.{last.lower()}{n}@example.com"
+    if crm.random() < 0.4:
+        contact["customFields"] = {"plan": crm.choice(["Starter", "Pro"])}
+    lines.append(contact)
+for n in range(1, 11):
+    lines.append({"type": "contactOrganization", "contactId": contacts[n - 1][0], "organizationId": 1,
+                  "main": n <= 5})
+# A conversation's last session is the latest of the sessions below on it.
+for n in range(1, 21):
+    conversation = 10000 + n - 1
+    on_it = [x for x in sessions if x["conversation"]["id"] == conversation]
+    line = {"type": "conversation", "id": conversation, "contactId": contacts[n - 1][0]}
+    if on_it:
+        last = max(on_it, key=lambda x: x["createdAt"])
+        line["lastSession"] = {"id": last["id"], "createdAt": last["createdAt"],
+                               "segmentId": last["conversation"]["channelId"]}
+    lines.append(line)
+
+lines.append({"type": "campaign", "id": 1, "name": "Black Friday", "status": "finished", "channelId": "whatsapp-1",
+              "leadsCount": 250, "message": "Descontos de até 50% hoje!", "messagesProcessed": 250,
+              "resultCounts": {"sent": 250, "received": 241, "read": 198, "answered": 37, "chunksExecuted": 3}})
+# Started two days before the file's latest time: `crm load --shift-times`
+# moves every time so that the latest is now, so no time here may pass END.
+lines.append({"type": "campaign", "id": 2, "name": "Renovação Q4", "status": "paused", "channelId": "whatsapp-1",
+              "leadsCount": 120, "message": "Seu plano vence este mês.", "scheduledTo": ts(END - timedelta(days=2)),
+              "messagesProcessed": 60, "resultCounts": {"sent": 60, "received": 58, "read": 41, "answered": 9,
+                                                         "chunksExecuted": 1}})
+lines.append({"type": "campaign", "id": 3, "name": "Boas-vindas", "status": "draft", "channelId": "instagram-1",
+              "leadsCount": 40, "message": "Olá! Conheça nossos planos."})
+
+STAGES = ["lead", "qualified", "proposal", "negotiation"]
+for n in range(1, 25):
+    status = crm.choice(["open", "open", "open", "won", "lost"])
+    product = crm.choice([1, 2])
+    contact_id, contact_created = contacts[crm.randint(0, CONTACTS - 1)]
+    created = min(contact_created + timedelta(hours=crm.randint(1, 72)), END)
+    deal = {"type": "deal", "id": make_id(created, 100 + n),
+            "name": f"{crm.choice(['Plano anual', 'Expansão', 'Renovação'])} {n}",
+            "value": [49.0, 199.0][product - 1] * 12, "status": status, "contactId": contact_id,
+            "operatorId": crm.choice([7, 8, 9]), "groupId": crm.choice([1, 2]), "pipelineId": "sales",
+            "stageId": crm.choice(STAGES), "origin": crm.choice(["site", "whatsapp", "indication"]),
+            "tagIds": sorted(crm.sample([tag_ids[0], tag_ids[1], tag_ids[2], tag_ids[4]], crm.randint(0, 2))),
+            "products": [{"id": str(product), "quantity": 12}]}
+    if status == "lost":
+        deal["lostReason"] = [crm.choice(["price", "competitor", "no answer"])]
+    lines.append(deal)
+lines += sessions
 
 with open("examples/demo.jsonl", "w") as out:
     for line in lines:

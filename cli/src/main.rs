@@ -303,9 +303,14 @@ async fn load(args: Load) -> Result<(), String> {
     .is_some();
     match exists {
         true => {}
-        // Into a new store, workspace 1 comes first, as `crm serve` makes it:
-        // the demo data loads in one command on a fresh clone.
-        false if workspace == workspaces::FIRST_WORKSPACE => {
+        // Into a new folder, workspace 1 comes first, as `crm serve` makes it:
+        // the demo data loads in one command on a fresh clone. Not on
+        // DynamoDB, where `crm bootstrap` is the deliberate step.
+        false if workspace == workspaces::FIRST_WORKSPACE && !args.target.dynamodb => {
+            eprintln!(
+                "No workspace 1 in {}: creating it, as crm serve does.",
+                args.target.data.display()
+            );
             bootstrap(store.clone(), "Default workspace").await?;
         }
         false => return Err(format!("workspace {workspace} does not exist")),

@@ -66,6 +66,9 @@ fn start_with(args: &[&str], env: &[(&str, &str)]) -> Server {
             }
         });
     }
+    // Only the readers' senders remain: a server that dies at start-up ends
+    // the wait at once.
+    drop(port_tx);
     let port = port_rx
         .recv_timeout(Duration::from_secs(20))
         .unwrap_or_else(|_| panic!("crm serve did not listen: {:?}", log.lock().unwrap()));

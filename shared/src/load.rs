@@ -15,6 +15,8 @@ use validator::Validate;
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult, parse_json};
+use crate::ids;
+use crate::record::Stamps;
 use crate::store::Store;
 
 /// A line type of `crm load`: a body that loads itself into a workspace.
@@ -24,7 +26,7 @@ pub trait Loadable: DeserializeOwned + Validate + Send + 'static {
     const TYPE: &'static str;
 
     /// Loads the record: loading the same line again changes nothing, and a
-    /// changed line replaces the record and its index items.
+    /// changed line changes the record and moves its index items.
     async fn load(self, store: &dyn Store, caller: &Caller) -> ApiResult<()>;
 }
 
@@ -96,7 +98,9 @@ impl<'de, T: DeserializeOwned> serde::Deserialize<'de> for WithId<T> {
             .and_then(|v| v.as_u64())
             .filter(|id| (1..=crate::ids::MAX_SAFE_ID).contains(id))
             .ok_or_else(|| D::Error::custom("missing field `id` (a positive number)"))?;
-        let body = T::deserialize(Value::Object(map)).map_err(D::Error::custom)?;
+        // The API's own reader: strict, and its errors name the field.
+        let body = crate::error::from_value(&Value::Object(map))
+            .map_err(|e| D::Error::custom(e.message))?;
         Ok(WithId { id, body })
     }
 }
@@ -109,7 +113,8 @@ impl<T: Validate> Validate for WithId<T> {
 
 impl<T> WithId<T> {
     /// Loads the line's record, `R` at `key`: when the key holds none,
-    /// `create` makes it under the line's id (the create's own code); else
+    /// `create` makes it under the line's id (the create's own code), with
+    /// the creation time the id carries ([`Stamps::of_id`]); else
     /// `update` gives it the fields the line names (the update's own code,
     /// which writes nothing when they are already so).
     pub async fn create_or_update<R, C, CF, U, UF, V>(
@@ -121,7 +126,7 @@ impl<T> WithId<T> {
     ) -> ApiResult<()>
     where
         R: crate::record::Record,
-        C: FnOnce(u64, T) -> CF,
+        C: FnOnce(u64, T, Stamps) -> CF,
         CF: Future<Output = Result<R, crate::record::CommitError>>,
         U: FnOnce(u64, T) -> UF,
         UF: Future<Output = ApiResult<V>>,
@@ -130,7 +135,13 @@ impl<T> WithId<T> {
         if crate::record::get::<R>(store, key, true).await?.is_some() {
             return update(id, body).await.map(drop);
         }
-        match create(id, body).await {
+        if ids::id_time(id) > ids::now() {
+            return Err(ApiError::field(
+                "id",
+                "is later than now (an id carries its creation time)",
+            ));
+        }
+        match create(id, body, Stamps::of_id(id)).await {
             Ok(_) => Ok(()),
             // Created by another writer since the read above.
             Err(crate::record::CommitError::IdTaken) => Err(ApiError::conflict(format!(

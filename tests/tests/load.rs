@@ -33,6 +33,27 @@ api_test! {
 }
 
 api_test! {
+    /// Ids are time-ordered: a loaded record was created when its id says, and
+    /// an id from the future is refused.
+    async fn a_loaded_record_was_created_when_its_id_says(app) {
+        // 2026-11-20T10:00:00.000Z in the ids' scheme: ms since 2024-01-01, then 12 bits.
+        let ms: u64 = 1_795_168_800_000 - 1_704_067_200_000;
+        let id = (ms << 12) | 5;
+        load(&app, json!({ "type": "contact", "id": id, "name": "Old friend" })).await.unwrap();
+        let contact = app.get(&format!("/v3/contacts/{id}")).await.expect(200);
+        assert_eq!(contact["createdAt"], "2026-11-20T10:00:00.000Z");
+        load(&app, json!({ "type": "tag", "id": 7, "name": "Early" })).await.unwrap();
+        assert_eq!(app.get("/v3/tags/7").await.expect(200)["createdAt"], "2024-01-01T00:00:00.000Z");
+        let future = ((4_102_444_800_000u64 - 1_704_067_200_000) << 12) | 1; // 2100-01-01
+        assert_eq!(load(&app, json!({ "type": "tag", "id": future, "name": "Future" })).await, Err(400));
+        assert_eq!(app.get("/v3/tags").await.expect(200)["totalCount"], 1, "nothing written");
+        // A migration's typo in a field is named, as the API names it.
+        let err = app.load_line(1, json!({ "type": "contact", "id": 9, "name": 5 })).await.unwrap_err();
+        assert!(err.message.contains("name"), "{}", err.message);
+    }
+}
+
+api_test! {
     /// A contact line: its phone canonical and its identity, as through the API.
     async fn loads_contacts_under_their_ids(app) {
         let line = json!({ "type": "contact", "id": 3, "name": "Maria", "phone": "(11) 98765-4321", "email": "maria@example.com" });
@@ -101,7 +122,8 @@ api_test! {
             assert_eq!(total("/v3/tags").await, 5);
             assert_eq!(total("/v3/contacts").await, 40);
             assert_eq!(total("/v3/contacts?organizationId=1").await, 10);
-            assert_eq!(total("/v3/contacts?segmentId=whatsapp-1").await, 20);
+            assert_eq!(total("/v3/contacts?sessionCreatedAtFrom=2026-01-01").await, 20, "their conversations' last sessions");
+            assert_eq!(total("/v3/contacts?segmentId=whatsapp-1").await, 5);
             assert_eq!(total("/v3/deals?roleId=1&isOwner=true&userId=7").await, 24);
             assert_eq!(total("/v3/campaigns").await, 3);
             assert_eq!(total("/v3/products").await, 2);

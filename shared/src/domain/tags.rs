@@ -228,7 +228,7 @@ fn name_taken(name: &str) -> ApiError {
 }
 
 pub async fn create(store: &dyn Store, caller: &Caller, input: CreateTag) -> ApiResult<Tag> {
-    with_fresh_id(|id| insert(store, caller, id, &input)).await
+    with_fresh_id(|id| insert(store, caller, id, &input, Stamps::new())).await
 }
 
 /// Creates the tag `id`, its name's claim and its count, in one transaction.
@@ -237,6 +237,7 @@ async fn insert(
     caller: &Caller,
     id: u64,
     input: &CreateTag,
+    stamps: Stamps,
 ) -> Result<Tag, CommitError> {
     let tag = Tag {
         id,
@@ -249,7 +250,7 @@ async fn insert(
         text_color: input.text_color.clone(),
         author_id: input.author_id,
         legacy_id: input.legacy_id.clone(),
-        stamps: Stamps::new(),
+        stamps,
         version: 1,
     };
     let mut m = Mutation::new(caller);
@@ -276,7 +277,7 @@ impl Loadable for WithId<CreateTag> {
         self.create_or_update(
             store,
             &key,
-            |id, line| async move { insert(store, caller, id, &line).await },
+            |id, line, stamps| async move { insert(store, caller, id, &line, stamps).await },
             |id, line| {
                 let patch = PatchTag {
                     name: Some(line.name),

@@ -195,6 +195,17 @@ impl Stamps {
         }
     }
 
+    /// A record loaded under an id of its own (`crm load`) was made when its
+    /// id says: ids are time-ordered, and creation windows are id ranges.
+    pub fn of_id(id: u64) -> Self {
+        let at = ids::id_time(id);
+        Self {
+            created_at: at,
+            last_update_at: at,
+            updated_at: Some(at),
+        }
+    }
+
     /// `lastUpdateAt` and `updatedAt` move on every update; `createdAt` never does.
     pub fn touch(&mut self) {
         let now = ids::now().max(self.last_update_at + chrono::Duration::milliseconds(1));

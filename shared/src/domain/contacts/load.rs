@@ -24,7 +24,7 @@ impl Loadable for WithId<ContactInput> {
         self.create_or_update(
             store,
             &key,
-            |id, line: ContactInput| async move {
+            |id, line: ContactInput, stamps| async move {
                 if line.phones.is_some() {
                     return Err(
                         ApiError::field("phones", "a contact line takes one `phone`").into(),
@@ -32,7 +32,7 @@ impl Loadable for WithId<ContactInput> {
                 }
                 let mut fields = ContactFields::default();
                 line.apply(&mut fields)?;
-                insert(store, caller, id, &fields).await
+                insert(store, caller, id, &fields, stamps).await
             },
             |id, line| update(store, caller, id, line),
         )

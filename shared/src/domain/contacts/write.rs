@@ -69,7 +69,7 @@ pub async fn create(
     }
     let mut fields = ContactFields::default();
     input.apply(&mut fields)?;
-    with_fresh_id(|id| insert(store, caller, id, &fields)).await
+    with_fresh_id(|id| insert(store, caller, id, &fields, Stamps::new())).await
 }
 
 /// Creates the contact `id`, its phone's claim, index items and counts, in
@@ -79,12 +79,13 @@ pub(super) async fn insert(
     caller: &Caller,
     id: u64,
     fields: &ContactFields,
+    stamps: Stamps,
 ) -> Result<Contact, CommitError> {
     let contact = Contact {
         id,
         workspace_id: caller.workspace_id,
         fields: fields.clone(),
-        stamps: Stamps::new(),
+        stamps,
         version: 1,
         organization_ids: Vec::new(),
         main_organization_id: None,

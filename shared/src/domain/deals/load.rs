@@ -23,9 +23,9 @@ impl Loadable for WithId<DealInput> {
         self.create_or_update(
             store,
             &key,
-            |id, line| async move {
+            |id, line, stamps| async move {
                 let fields = new_fields(store, caller, line).await?;
-                insert(store, caller, id, &fields).await
+                insert(store, caller, id, &fields, stamps).await
             },
             |id, line| update(store, caller, id, line),
         )

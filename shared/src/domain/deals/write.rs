@@ -16,7 +16,7 @@ use crate::store::{Key, Store};
 
 pub async fn create(store: &dyn Store, caller: &Caller, input: DealInput) -> ApiResult<Deal> {
     let fields = new_fields(store, caller, input).await?;
-    with_fresh_id(|id| insert(store, caller, id, &fields)).await
+    with_fresh_id(|id| insert(store, caller, id, &fields, Stamps::new())).await
 }
 
 /// A new deal's fields from a create body: the spec's required ones checked,
@@ -80,13 +80,14 @@ pub(super) async fn insert(
     caller: &Caller,
     id: u64,
     fields: &DealFields,
+    stamps: Stamps,
 ) -> Result<Deal, CommitError> {
     let ws = caller.workspace_id;
     let deal = Deal {
         id,
         workspace_id: ws,
         fields: fields.clone(),
-        stamps: Stamps::new(),
+        stamps,
         version: 1,
     };
     let mut m = Mutation::new(caller);
