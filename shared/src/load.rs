@@ -93,16 +93,21 @@ impl<'de, T: DeserializeOwned> serde::Deserialize<'de> for WithId<T> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use serde::de::Error;
         let mut map = serde_json::Map::deserialize(d)?;
-        let id = map
-            .remove("id")
-            .and_then(|v| v.as_u64())
-            .filter(|id| (1..=crate::ids::MAX_SAFE_ID).contains(id))
-            .ok_or_else(|| D::Error::custom("missing field `id` (a positive number)"))?;
+        let id = take_id(&mut map).map_err(D::Error::custom)?;
         // The API's own reader: strict, and its errors name the field.
         let body = crate::error::from_value(&Value::Object(map))
             .map_err(|e| D::Error::custom(e.message))?;
         Ok(WithId { id, body })
     }
+}
+
+/// Takes a line's `id`, a positive number a JavaScript client holds exactly,
+/// out of the line (the rest is the record's body).
+pub fn take_id(line: &mut serde_json::Map<String, Value>) -> Result<u64, &'static str> {
+    line.remove("id")
+        .and_then(|v| v.as_u64())
+        .filter(|id| (1..=ids::MAX_SAFE_ID).contains(id))
+        .ok_or("missing field `id` (a positive number)")
 }
 
 impl<T: Validate> Validate for WithId<T> {

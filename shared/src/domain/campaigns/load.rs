@@ -33,11 +33,7 @@ impl<'de> Deserialize<'de> for CampaignLine {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use serde::de::Error;
         let mut map = Map::deserialize(d)?;
-        let id = map
-            .remove("id")
-            .and_then(|v| v.as_u64())
-            .filter(|id| (1..=9007199254740991).contains(id))
-            .ok_or_else(|| D::Error::custom("missing field `id` (a positive number)"))?;
+        let id = crate::load::take_id(&mut map).map_err(D::Error::custom)?;
         let status = serde_json::from_value(
             map.remove("status")
                 .unwrap_or(Value::String("draft".into())),

@@ -3,10 +3,9 @@
 use async_trait::async_trait;
 
 use super::input::ContactInput;
-use super::record::ContactFields;
-use super::write::{insert, update};
+use super::write::{Creation, insert, new_fields, update};
 use crate::auth::Caller;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::keys;
 use crate::load::{LineType, Loadable, WithId};
 use crate::store::Store;
@@ -24,14 +23,8 @@ impl Loadable for WithId<ContactInput> {
         self.create_or_update(
             store,
             &key,
-            |id, line: ContactInput, stamps| async move {
-                if line.phones.is_some() {
-                    return Err(
-                        ApiError::field("phones", "a contact line takes one `phone`").into(),
-                    );
-                }
-                let mut fields = ContactFields::default();
-                line.apply(&mut fields)?;
+            |id, line, stamps| async move {
+                let fields = new_fields(line, Creation::Api)?;
                 insert(store, caller, id, &fields, stamps).await
             },
             |id, line| update(store, caller, id, line),

@@ -61,6 +61,12 @@ pub async fn create(
     input: ContactInput,
     how: Creation,
 ) -> ApiResult<Contact> {
+    let fields = new_fields(input, how)?;
+    with_fresh_id(|id| insert(store, caller, id, &fields, Stamps::new())).await
+}
+
+/// A new contact's fields from a create body.
+pub(super) fn new_fields(input: ContactInput, how: Creation) -> ApiResult<ContactFields> {
     if how == Creation::Api && input.phones.is_some() {
         return Err(ApiError::field(
             "phones",
@@ -69,7 +75,7 @@ pub async fn create(
     }
     let mut fields = ContactFields::default();
     input.apply(&mut fields)?;
-    with_fresh_id(|id| insert(store, caller, id, &fields, Stamps::new())).await
+    Ok(fields)
 }
 
 /// Creates the contact `id`, its phone's claim, index items and counts, in
