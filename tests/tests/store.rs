@@ -212,6 +212,17 @@ async fn the_embedded_store_survives_a_restart() {
         .await
         .unwrap();
     }
+    // A clean close is a checkpoint: the engine's file alone has it all.
+    let bare = api_tests::TempFolder::new("restart-bare");
+    let data = shared::store::embedded::DATA_FILE;
+    std::fs::copy(dir.join(data), bare.0.join(data)).unwrap();
+    let bare = EmbeddedStore::open(&bare.0, shared::keys::GSIS).unwrap();
+    assert!(
+        bare.get(&Key::new("T#p", "kept"), true)
+            .await
+            .unwrap()
+            .is_some()
+    );
     for _ in 0..2 {
         let s = EmbeddedStore::open(&dir, shared::keys::GSIS).unwrap();
         assert!(
@@ -271,6 +282,91 @@ async fn a_folder_of_the_first_format_is_migrated() {
         .await
         .unwrap();
     assert_eq!(sks(&all.items), ["a", "c", "d"], "the migration ran once");
+}
+
+/// A crash: the folder as a running store leaves it (its files copied while it
+/// is open, with no write under way). Every acknowledged write is in the
+/// write-ahead log, and opening the image applies it again; without the log,
+/// the engine's file alone holds only its last checkpoint.
+#[tokio::test]
+async fn acknowledged_writes_are_in_the_log_and_replayed_after_a_crash() {
+    let live = api_tests::TempFolder::new("crash-live");
+    let image = api_tests::TempFolder::new("crash-image");
+    let bare = api_tests::TempFolder::new("crash-bare");
+    // No checkpoint during the test: every write stays in the log.
+    let hour = std::time::Duration::from_secs(3600);
+    let s = EmbeddedStore::open_checkpointing(&live.0, shared::keys::GSIS, hour).unwrap();
+    s.write(vec![
+        put(item("T#c", "kept", json!({ "gsi1pk": "G", "gsi1sk": "1" }))),
+        put(item("T#c", "gone", json!({}))),
+    ])
+    .await
+    .unwrap();
+    for delta in [2, 3] {
+        let add = Write::Add {
+            key: Key::new("T#c", "n"),
+            attribute: "n",
+            delta,
+        };
+        s.write(vec![add]).await.unwrap();
+    }
+    s.write(vec![Write::Delete {
+        key: Key::new("T#c", "gone"),
+        condition: None,
+    }])
+    .await
+    .unwrap();
+    // A write refused by its condition leaves nothing in the log.
+    let refused = Write::Put {
+        item: item("T#c", "kept", json!({ "refused": true })),
+        condition: Some(Condition::NotExists),
+    };
+    assert!(s.write(vec![refused]).await.is_err());
+    for file in [
+        shared::store::embedded::DATA_FILE,
+        shared::store::embedded::WAL_FILE,
+    ] {
+        std::fs::copy(live.0.join(file), image.0.join(file)).unwrap();
+    }
+    std::fs::copy(
+        live.0.join(shared::store::embedded::DATA_FILE),
+        bare.0.join(shared::store::embedded::DATA_FILE),
+    )
+    .unwrap();
+
+    let bare = EmbeddedStore::open(&bare.0, shared::keys::GSIS).unwrap();
+    let kept = Key::new("T#c", "kept");
+    assert!(
+        bare.get(&kept, true).await.unwrap().is_none(),
+        "not in the engine's file"
+    );
+
+    for _ in 0..2 {
+        let s = EmbeddedStore::open(&image.0, shared::keys::GSIS).unwrap();
+        let item = s.get(&kept, true).await.unwrap().expect("replayed");
+        assert_eq!(item.get("refused"), None);
+        assert!(
+            s.get(&Key::new("T#c", "gone"), true)
+                .await
+                .unwrap()
+                .is_none()
+        );
+        let n = s.get(&Key::new("T#c", "n"), true).await.unwrap().unwrap();
+        assert_eq!(n["n"], 5, "each addition once");
+        let indexed = s.query(&Query::new(GSI1, "G", SkRange::All)).await.unwrap();
+        assert_eq!(
+            sks(&indexed.items),
+            ["kept"],
+            "index entries replayed with their items"
+        );
+    }
+    // The replay was checkpointed: the engine's file alone now has it all.
+    let after = api_tests::TempFolder::new("crash-after");
+    let data = shared::store::embedded::DATA_FILE;
+    std::fs::copy(image.0.join(data), after.0.join(data)).unwrap();
+    let after = EmbeddedStore::open(&after.0, shared::keys::GSIS).unwrap();
+    assert!(after.get(&kept, true).await.unwrap().is_some());
+    drop(s);
 }
 
 /// A torn write at the end of the engine's file (bytes past its last commit,

@@ -14,9 +14,10 @@
 //! Exactness: a reader takes a [`Ticket`] (the generation) before it opens
 //! its snapshot, and its record is kept only if the generation has not moved
 //! since and no commit is under way. The writer ([`RecordCache::around`])
-//! forgets the keys it writes and moves the generation on both before its
-//! commit (so no reader is answered an older record once the commit shows)
-//! and after it (so no read of an older snapshot is kept), then answers.
+//! forgets the keys it writes and moves the generation on both before it
+//! publishes a commit to readers (so no reader is answered an older record
+//! once the commit shows) and after (so no read of an older snapshot is
+//! kept), then answers.
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
@@ -108,7 +109,7 @@ impl RecordCache {
         inner.bytes += size;
     }
 
-    /// Runs the writer's `commit` of `keys`; see the module's documentation.
+    /// Runs the writer's publication of `keys`; see the module's documentation.
     pub fn around<T>(&self, keys: &[Key], commit: impl FnOnce() -> T) -> T {
         /// Forgets again when the commit ends, even by a panic, so that
         /// `committing` never stays set and the cache never stops keeping.

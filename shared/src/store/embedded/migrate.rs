@@ -12,6 +12,7 @@ use std::path::Path;
 use redb::{Database, Durability};
 use serde_json::Value;
 
+use super::wal::Batch;
 use super::write::{delete, put};
 use super::{DATA_FILE, INDEXES, ITEMS, engine};
 use crate::store::{Index, Key, StoreError};
@@ -70,12 +71,24 @@ fn replay(log: &Path, into: &Path, defs: &[Index]) -> Result<usize, StoreError> 
                 };
                 for item in entry["put"].as_array().into_iter().flatten() {
                     if let Some(item) = item.as_object() {
-                        put(&mut items, &mut indexes, defs, item.clone())?;
+                        put(
+                            &mut items,
+                            &mut indexes,
+                            defs,
+                            item.clone(),
+                            &mut Batch::off(),
+                        )?;
                     }
                 }
                 for key in entry["delete"].as_array().into_iter().flatten() {
                     if let (Some(pk), Some(sk)) = (key[0].as_str(), key[1].as_str()) {
-                        delete(&mut items, &mut indexes, defs, &Key::new(pk, sk))?;
+                        delete(
+                            &mut items,
+                            &mut indexes,
+                            defs,
+                            &Key::new(pk, sk),
+                            &mut Batch::off(),
+                        )?;
                     }
                 }
             }

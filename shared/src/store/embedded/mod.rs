@@ -15,10 +15,11 @@
 //! Layout: the table is one engine table, items by `(pk, sk)`; every secondary
 //! index is entries `(index no, index pk, index sk, pk, sk)` in a second one,
 //! moved in the same engine transaction as its item. Each `write` is one
-//! engine transaction, durable (fsynced) before it is acknowledged when the
-//! store is in a folder. Writes go through one writer thread that commits
-//! what is waiting together (group commit): one fsync acknowledges many.
-//! Reads are engine snapshots, never blocked by the writer.
+//! engine transaction, durable before it is acknowledged when the store is in
+//! a folder: its effects are in the folder's write-ahead log, synced ([`wal`]).
+//! Writes go through one writer thread that commits what is waiting together
+//! (group commit): one `fdatasync` acknowledges many. Reads are engine
+//! snapshots, never blocked by the writer.
 //!
 //! `--in-memory` is the same engine on its in-memory backend: one code path.
 //! A folder of the earlier format (`crm-store.jsonl`) is migrated once on open.
@@ -27,13 +28,16 @@ mod codec;
 mod migrate;
 pub mod partitions;
 mod read;
+mod wal;
 mod write;
+mod writer;
 
 use partitions::PartitionWrites;
 use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::mpsc as sync_mpsc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use redb::{Database, TableDefinition};
@@ -41,6 +45,7 @@ use tokio::sync::oneshot;
 
 #[cfg(test)]
 pub(crate) use codec::as_dynamodb_number;
+pub use wal::WAL_FILE;
 
 use crate::store::cache::RecordCache;
 use crate::store::*;
@@ -50,6 +55,8 @@ use std::any::TypeId;
 const ITEMS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("items");
 /// Index entries `(index no, index pk, index sk, pk, sk)`: the item's key.
 const INDEXES: TableDefinition<&[u8], &[u8]> = TableDefinition::new("indexes");
+/// The store's own records (the number of the last checkpoint).
+const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 
 /// The engine file in the folder.
 pub const DATA_FILE: &str = "crm-store.redb";
@@ -57,8 +64,9 @@ pub const DATA_FILE: &str = "crm-store.redb";
 const CACHE_BYTES: usize = 64 * 1024 * 1024;
 
 pub struct EmbeddedStore {
-    db: Arc<Database>,
-    writer: Option<sync_mpsc::Sender<write::Request>>,
+    /// What readers read ([`read::Published`]).
+    published: Arc<read::Published>,
+    writer: Option<sync_mpsc::Sender<writer::Request>>,
     writer_thread: Option<std::thread::JoinHandle<()>>,
     index_defs: Arc<Vec<Index>>,
     metrics: Arc<Metrics>,
@@ -81,14 +89,27 @@ impl EmbeddedStore {
         let db = Database::builder()
             .create_with_backend(redb::backends::InMemoryBackend::new())
             .expect("an in-memory database");
-        Self::start(db, indexes, None).expect("an in-memory store")
+        let every = writer::CHECKPOINT_EVERY;
+        Self::start(db, indexes, None, None, every).expect("an in-memory store")
     }
 
     /// A store kept in `dir`, created when missing. One process at a time: a
     /// second one (a `crm load` beside a running `crm serve`) is refused.
-    /// Opening reads nothing but the engine's header: its time does not grow
-    /// with the data (after a crash, the engine first checks its last commit).
+    /// Opening reads nothing but the engine's header and the log: its time does
+    /// not grow with the data. After a crash, the engine first checks its last
+    /// commit, and the log's records since the last checkpoint (at most a
+    /// second of writes, or 4 MB) are applied again.
     pub fn open(dir: &Path, indexes: &[Index]) -> std::io::Result<Self> {
+        Self::open_checkpointing(dir, indexes, writer::CHECKPOINT_EVERY)
+    }
+
+    /// [`EmbeddedStore::open`], with checkpoints at least `every` while writes
+    /// come (tests set it long, to find writes in the log).
+    pub fn open_checkpointing(
+        dir: &Path,
+        indexes: &[Index],
+        every: Duration,
+    ) -> std::io::Result<Self> {
         std::fs::create_dir_all(dir)?;
         let lock = File::create(dir.join("crm-store.lock"))?;
         if lock.try_lock().is_err() {
@@ -102,21 +123,54 @@ impl EmbeddedStore {
             .set_cache_size(CACHE_BYTES)
             .create(dir.join(DATA_FILE))
             .map_err(std::io::Error::other)?;
-        Self::start(db, indexes, Some(lock)).map_err(|e| std::io::Error::other(e.to_string()))
+        let wal::Opened {
+            mut wal,
+            epoch,
+            records,
+        } = wal::Wal::open(dir)?;
+        let mut checkpoints = write::last_checkpoint(&db).map_err(std::io::Error::other)?;
+        if epoch == Some(checkpoints) && !records.is_empty() {
+            checkpoints += 1;
+            write::replay(&db, indexes, &records, checkpoints).map_err(std::io::Error::other)?;
+            tracing::info!(
+                records = records.len(),
+                "replayed the store's log (the last run did not close cleanly)"
+            );
+        }
+        wal.start_over(checkpoints)?;
+        Self::start(db, indexes, Some(lock), Some((wal, checkpoints)), every)
+            .map_err(|e| std::io::Error::other(e.to_string()))
     }
 
-    fn start(db: Database, indexes: &[Index], lock: Option<File>) -> Result<Self, StoreError> {
+    fn start(
+        db: Database,
+        indexes: &[Index],
+        lock: Option<File>,
+        wal: Option<(wal::Wal, u64)>,
+        checkpoint_every: Duration,
+    ) -> Result<Self, StoreError> {
         // Both tables exist from the start, so a read never meets a missing one.
         let txn = db.begin_write().map_err(engine)?;
         txn.open_table(ITEMS).map_err(engine)?;
         txn.open_table(INDEXES).map_err(engine)?;
+        txn.open_table(META).map_err(engine)?;
         txn.commit().map_err(engine)?;
+        let published = Arc::new(read::Published::new(read::Snapshot::of(&db)?));
         let db = Arc::new(db);
         let index_defs = Arc::new(indexes.to_vec());
         let records = Arc::new(RecordCache::default());
-        let (writer, writer_thread) = write::spawn(db.clone(), index_defs.clone(), records.clone());
-        Ok(Self {
+        let (wal, checkpoints) = wal.unzip();
+        let (writer, writer_thread) = writer::spawn(writer::Config {
             db,
+            defs: index_defs.clone(),
+            records: records.clone(),
+            published: published.clone(),
+            wal,
+            checkpoints: checkpoints.unwrap_or(0),
+            checkpoint_every,
+        });
+        Ok(Self {
+            published,
             writer: Some(writer),
             writer_thread: Some(writer_thread),
             index_defs,
@@ -180,7 +234,7 @@ impl Drop for EmbeddedStore {
 #[async_trait]
 impl Store for EmbeddedStore {
     async fn get(&self, key: &Key, consistent: bool) -> Result<Option<Item>, StoreError> {
-        let item = read::get(&self.db, key)?;
+        let item = read::get(&self.published.current(), key)?;
         self.count_get(item.as_ref().map_or(0, item_size), consistent);
         Ok(item)
     }
@@ -197,7 +251,7 @@ impl Store for EmbeddedStore {
             return Ok(Some(record));
         }
         let ticket = self.records.ticket();
-        let Some(item) = read::get(&self.db, key)? else {
+        let Some(item) = read::get(&self.published.current(), key)? else {
             self.count_get(0, consistent);
             return Ok(None);
         };
@@ -220,7 +274,7 @@ impl Store for EmbeddedStore {
         if keys.iter().collect::<std::collections::HashSet<_>>().len() != keys.len() {
             return Err(StoreError::Invalid("batch get with duplicate keys".into()));
         }
-        let items = read::batch_get(&self.db, keys)?;
+        let items = read::batch_get(&self.published.current(), keys)?;
         Metrics::count(&self.metrics.batch_gets, 1);
         let units: f64 = items
             .iter()
@@ -231,7 +285,7 @@ impl Store for EmbeddedStore {
     }
 
     async fn query(&self, query: &Query) -> Result<Page, StoreError> {
-        let (page, bytes) = read::query(&self.db, &self.index_defs, query)?;
+        let (page, bytes) = read::query(&self.published.current(), &self.index_defs, query)?;
         Metrics::count(&self.metrics.queries, 1);
         Metrics::count(&self.metrics.scanned, page.items.len() as u64);
         Metrics::units(
@@ -252,7 +306,7 @@ impl Store for EmbeddedStore {
         self.writer
             .as_ref()
             .ok_or_else(|| StoreError::Unavailable("the embedded store is closed".into()))?
-            .send(write::Request { writes, reply })
+            .send(writer::Request { writes, reply })
             .map_err(|_| StoreError::Unavailable("the embedded store's writer stopped".into()))?;
         let units = answer
             .await

@@ -1,24 +1,68 @@
-//! Reads: each a snapshot of the engine, never blocked by the writer.
+//! Reads: each of the published snapshot of the engine, never blocked by the
+//! writer.
 
 use std::ops::Bound;
+use std::sync::{Arc, PoisonError, RwLock};
 
-use redb::{Database, ReadableDatabase};
+use redb::{Database, ReadOnlyTable, ReadableDatabase};
 use serde_json::Value;
 
 use super::codec::{after_prefix, encode, escaped, from_bytes, item_key, successor};
 use super::{EmbeddedStore, INDEXES, ITEMS, engine};
 use crate::store::*;
 
-pub(super) fn get(db: &Database, key: &Key) -> Result<Option<Item>, StoreError> {
-    let txn = db.begin_read().map_err(engine)?;
-    let items = txn.open_table(ITEMS).map_err(engine)?;
-    let found = items.get(item_key(key).as_slice()).map_err(engine)?;
+type ReadTbl = ReadOnlyTable<&'static [u8], &'static [u8]>;
+
+/// The engine as of one commit, its tables open.
+pub(super) struct Snapshot {
+    items: ReadTbl,
+    indexes: ReadTbl,
+}
+
+impl Snapshot {
+    pub fn of(db: &Database) -> Result<Self, StoreError> {
+        let txn = db.begin_read().map_err(engine)?;
+        Ok(Self {
+            items: txn.open_table(ITEMS).map_err(engine)?,
+            indexes: txn.open_table(INDEXES).map_err(engine)?,
+        })
+    }
+}
+
+/// What readers read: the engine as of the last group of writes that is
+/// durable. The writer commits to the engine before that group's log record
+/// is synced, so reading the engine's latest commit could show a write that a
+/// crash then loses; the snapshot moves only once it cannot be lost, and
+/// before any of its writes is answered.
+pub(super) struct Published(RwLock<Arc<Snapshot>>);
+
+impl Published {
+    pub fn new(snapshot: Snapshot) -> Self {
+        Self(RwLock::new(Arc::new(snapshot)))
+    }
+
+    pub fn current(&self) -> Arc<Snapshot> {
+        self.0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    pub fn publish(&self, snapshot: Snapshot) {
+        *self.0.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(snapshot);
+    }
+}
+
+pub(super) fn get(snapshot: &Snapshot, key: &Key) -> Result<Option<Item>, StoreError> {
+    let found = snapshot
+        .items
+        .get(item_key(key).as_slice())
+        .map_err(engine)?;
     found.map(|v| from_bytes(v.value())).transpose()
 }
 
-pub(super) fn batch_get(db: &Database, keys: &[Key]) -> Result<Vec<Item>, StoreError> {
-    let txn = db.begin_read().map_err(engine)?;
-    let items = txn.open_table(ITEMS).map_err(engine)?;
+pub(super) fn batch_get(snapshot: &Snapshot, keys: &[Key]) -> Result<Vec<Item>, StoreError> {
+    let items = &snapshot.items;
     let mut out = Vec::with_capacity(keys.len());
     for key in keys {
         if let Some(v) = items.get(item_key(key).as_slice()).map_err(engine)? {
@@ -66,13 +110,11 @@ fn short_of_range(range: &SkRange, sk: &str, forward: bool) -> bool {
 
 /// One page of a key range, and the bytes it read (for the capacity).
 pub(super) fn query(
-    db: &Database,
+    snapshot: &Snapshot,
     index_defs: &[Index],
     query: &Query,
 ) -> Result<(Page, usize), StoreError> {
-    let txn = db.begin_read().map_err(engine)?;
-    let items = txn.open_table(ITEMS).map_err(engine)?;
-    let indexes = txn.open_table(INDEXES).map_err(engine)?;
+    let (items, indexes) = (&snapshot.items, &snapshot.indexes);
     let bad_start = || StoreError::Invalid("bad start key".into());
 
     // The partition as an engine key range, from the start point on.
@@ -82,7 +124,7 @@ pub(super) fn query(
                 Some(s) => Some(item_key(&Key::of(s).ok_or_else(bad_start)?)),
                 None => None,
             };
-            (&items, encode(&[&query.pk]), start)
+            (items, encode(&[&query.pk]), start)
         }
         Some(name) => {
             let position = index_defs
@@ -97,7 +139,7 @@ pub(super) fn query(
                 ),
                 None => None,
             };
-            (&indexes, prefix, start)
+            (indexes, prefix, start)
         }
     };
     // The sort-key range as engine bounds, so the read starts and stops where

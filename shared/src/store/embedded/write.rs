@@ -1,98 +1,75 @@
-//! Writes: one writer thread, group commit. Each request is one `Store::write`
-//! (a single write or a transaction). The writer takes every request that is
-//! waiting, checks and applies each inside one engine transaction (a request
-//! whose condition fails applies nothing and answers its failure), commits
-//! once, and then answers them all. With a folder the commit is durable
-//! (fsynced) before any answer leaves: one fsync acknowledges many writes.
-
-use std::sync::Arc;
-use std::sync::mpsc as sync_mpsc;
+//! Writes to the engine: a request's conditions, then its writes, each item
+//! with its index entries, and what the log is to hold of them. The thread
+//! that runs them is [`super::writer`].
 
 use redb::{Database, Durability, ReadableTable, Table};
 use serde_json::Value;
-use tokio::sync::oneshot;
 
 use super::codec::{self, from_bytes, item_key, to_bytes, write_units};
-use super::{EmbeddedStore, INDEXES, ITEMS, engine};
-use crate::store::cache::RecordCache;
+use super::wal::{self, Batch};
+use super::{EmbeddedStore, INDEXES, ITEMS, META, engine};
 use crate::store::*;
 
-/// Requests one commit takes at most.
-const MAX_GROUP: usize = 256;
+pub(super) type Tbl<'t> = Table<'t, &'static [u8], &'static [u8]>;
 
-pub(super) struct Request {
-    pub writes: Vec<Write>,
-    /// The write units, or why nothing was written.
-    pub reply: oneshot::Sender<Result<f64, StoreError>>,
+/// The engine's record of its last checkpoint (see [`wal`]).
+const CHECKPOINT: &str = "checkpoint";
+
+/// The number of the engine's last checkpoint (0 before the first).
+pub(super) fn last_checkpoint(db: &Database) -> Result<u64, StoreError> {
+    use redb::ReadableDatabase;
+    let txn = db.begin_read().map_err(engine)?;
+    let meta = match txn.open_table(META) {
+        Ok(meta) => meta,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(0),
+        Err(e) => return Err(engine(e)),
+    };
+    Ok(meta
+        .get(CHECKPOINT)
+        .map_err(engine)?
+        .map_or(0, |v| v.value()))
 }
 
-type Tbl<'t> = Table<'t, &'static [u8], &'static [u8]>;
+/// Makes `txn` checkpoint `number`: durable, and recording its number.
+pub(super) fn mark_checkpoint(
+    txn: &mut redb::WriteTransaction,
+    number: u64,
+) -> Result<(), StoreError> {
+    txn.set_durability(Durability::Immediate).map_err(engine)?;
+    let mut meta = txn.open_table(META).map_err(engine)?;
+    meta.insert(CHECKPOINT, number).map_err(engine)?;
+    Ok(())
+}
 
-pub(super) fn spawn(
-    db: Arc<Database>,
-    index_defs: Arc<Vec<Index>>,
-    records: Arc<RecordCache>,
-) -> (sync_mpsc::Sender<Request>, std::thread::JoinHandle<()>) {
-    let (tx, rx) = sync_mpsc::channel::<Request>();
-    let thread = std::thread::Builder::new()
-        .name("crm-store-writer".into())
-        .spawn(move || {
-            // Ends when the store (the last sender) is dropped.
-            while let Ok(first) = rx.recv() {
-                let mut group = vec![first];
-                while group.len() < MAX_GROUP {
-                    match rx.try_recv() {
-                        Ok(next) => group.push(next),
-                        Err(_) => break,
+/// Applies the log's records (oldest first) in one commit that is
+/// checkpoint `number`.
+pub(super) fn replay(
+    db: &Database,
+    defs: &[Index],
+    records: &[Vec<u8>],
+    number: u64,
+) -> Result<(), StoreError> {
+    let mut txn = db.begin_write().map_err(engine)?;
+    mark_checkpoint(&mut txn, number)?;
+    {
+        let mut items = txn.open_table(ITEMS).map_err(engine)?;
+        let mut indexes = txn.open_table(INDEXES).map_err(engine)?;
+        for record in records {
+            let effects = wal::effects(record).ok_or_else(|| {
+                StoreError::Other("an unreadable record in the store's log".into())
+            })?;
+            for (key, value) in effects {
+                match value {
+                    Some(bytes) => {
+                        let item = from_bytes(bytes)?;
+                        put_bytes(&mut items, &mut indexes, defs, key, bytes, &item)?
                     }
-                }
-                commit(&db, &index_defs, &records, group);
-            }
-        })
-        .expect("the store's writer thread");
-    (tx, thread)
-}
-
-fn commit(db: &Database, defs: &[Index], records: &RecordCache, group: Vec<Request>) {
-    let keys: Vec<Key> = group
-        .iter()
-        .flat_map(|r| &r.writes)
-        .filter_map(Write::key)
-        .collect();
-    let outcome = (|| {
-        let mut txn = db.begin_write().map_err(engine)?;
-        // Immediate in memory too: its sync costs nothing there, and only a
-        // durable commit lets the engine reuse the pages earlier ones freed.
-        txn.set_durability(Durability::Immediate).map_err(engine)?;
-        let mut answers = Vec::with_capacity(group.len());
-        {
-            let mut items = txn.open_table(ITEMS).map_err(engine)?;
-            let mut indexes = txn.open_table(INDEXES).map_err(engine)?;
-            for request in &group {
-                answers.push(apply(&mut items, &mut indexes, defs, &request.writes)?);
-            }
-        }
-        // Decoded records of these keys are forgotten around the commit, and
-        // before any answer: a request that follows one sees what it wrote.
-        records.around(&keys, || txn.commit()).map_err(engine)?;
-        Ok::<_, StoreError>(answers)
-    })();
-    match outcome {
-        Ok(answers) => {
-            for (request, answer) in group.into_iter().zip(answers) {
-                let _ = request.reply.send(answer);
-            }
-        }
-        // The engine failed: nothing of the group was committed.
-        Err(e) => {
-            let message = e.to_string();
-            for request in group {
-                let _ = request
-                    .reply
-                    .send(Err(StoreError::Unavailable(message.clone())));
+                    None => delete_bytes(&mut items, &mut indexes, defs, key, &mut Batch::off())?,
+                };
             }
         }
     }
+    txn.commit().map_err(engine)
 }
 
 fn read(items: &Tbl<'_>, key: &Key) -> Result<Option<Item>, StoreError> {
@@ -114,11 +91,12 @@ fn holds(items: &Tbl<'_>, key: &Key, condition: Condition) -> Result<bool, Store
 /// Checks every condition of a request, then applies its writes. The outer
 /// error is the engine's (the whole group fails); the inner one is this
 /// request's failed condition (it wrote nothing).
-fn apply(
+pub(super) fn apply(
     items: &mut Tbl<'_>,
     indexes: &mut Tbl<'_>,
     defs: &[Index],
     writes: &[Write],
+    log: &mut Batch,
 ) -> Result<Result<f64, StoreError>, StoreError> {
     for (index, w) in writes.iter().enumerate() {
         let ok = match w {
@@ -141,9 +119,9 @@ fn apply(
     let mut units = 0.0;
     for w in writes {
         units += match w {
-            Write::Put { item, .. } => put(items, indexes, defs, item.clone())?,
+            Write::Put { item, .. } => put(items, indexes, defs, item.clone(), log)?,
             Write::Delete { key, .. } => {
-                delete(items, indexes, defs, key)?;
+                delete(items, indexes, defs, key, log)?;
                 1.0
             }
             Write::Check { .. } => 1.0,
@@ -160,7 +138,7 @@ fn apply(
                 });
                 let current = item.get(*attribute).and_then(Value::as_i64).unwrap_or(0);
                 item.insert((*attribute).into(), current.saturating_add(*delta).into());
-                put(items, indexes, defs, item)?
+                put(items, indexes, defs, item, log)?
             }
         };
     }
@@ -174,6 +152,7 @@ pub(super) fn put(
     indexes: &mut Tbl<'_>,
     defs: &[Index],
     mut item: Item,
+    log: &mut Batch,
 ) -> Result<f64, StoreError> {
     let Some(key) = Key::of(&item) else {
         return Err(StoreError::Invalid("item without pk/sk".into()));
@@ -181,13 +160,26 @@ pub(super) fn put(
     item.values_mut().for_each(codec::as_dynamodb_number);
     let engine_key = item_key(&key);
     let bytes = to_bytes(&item)?;
+    put_bytes(items, indexes, defs, &engine_key, &bytes, &item)?;
+    log.put(&engine_key, &bytes);
+    Ok(write_units(item_size(&item)))
+}
+
+/// Puts `item`, encoded as `bytes`, under its engine key.
+fn put_bytes(
+    items: &mut Tbl<'_>,
+    indexes: &mut Tbl<'_>,
+    defs: &[Index],
+    engine_key: &[u8],
+    bytes: &[u8],
+    item: &Item,
+) -> Result<(), StoreError> {
     let old = items
-        .insert(engine_key.as_slice(), bytes.as_slice())
+        .insert(engine_key, bytes)
         .map_err(engine)?
         .map(|v| from_bytes(v.value()))
         .transpose()?;
-    move_entries(indexes, defs, old.as_ref(), Some(&item), &engine_key)?;
-    Ok(write_units(item_size(&item)))
+    move_entries(indexes, defs, old.as_ref(), Some(item), engine_key)
 }
 
 pub(super) fn delete(
@@ -195,14 +187,25 @@ pub(super) fn delete(
     indexes: &mut Tbl<'_>,
     defs: &[Index],
     key: &Key,
+    log: &mut Batch,
 ) -> Result<(), StoreError> {
-    let engine_key = item_key(key);
+    delete_bytes(items, indexes, defs, &item_key(key), log)
+}
+
+fn delete_bytes(
+    items: &mut Tbl<'_>,
+    indexes: &mut Tbl<'_>,
+    defs: &[Index],
+    engine_key: &[u8],
+    log: &mut Batch,
+) -> Result<(), StoreError> {
     let old = items
-        .remove(engine_key.as_slice())
+        .remove(engine_key)
         .map_err(engine)?
         .map(|v| from_bytes(v.value()))
         .transpose()?;
-    move_entries(indexes, defs, old.as_ref(), None, &engine_key)
+    log.delete(engine_key);
+    move_entries(indexes, defs, old.as_ref(), None, engine_key)
 }
 
 /// Replaces the index entries of `old` by those of `new`.

@@ -1,0 +1,329 @@
+//! The write-ahead log of a store in a folder (`crm-store.wal`).
+//!
+//! Why: a durable commit of the B-tree writes and syncs every page the
+//! commit touched (a create touches a dozen: its items, their index entries,
+//! the counters, the branches above them), and on this machine that was two
+//! thirds of a create's CPU. The log makes a group durable with one small
+//! sequential append and one `fdatasync`; the engine's commits are then
+//! non-durable (kept by the engine in memory), and a durable commit of the
+//! engine now and then (a checkpoint) lets the log start over.
+//!
+//! What a record holds: the state after its group of every item the group
+//! wrote, `(engine key, item bytes)` or `(engine key, deleted)`, in order.
+//!
+//! Which records to replay: checkpoints are numbered, the engine keeps the
+//! number of its last one, and the log's header holds the number of the
+//! checkpoint it starts after (its epoch). After a crash the log is replayed
+//! only when the two agree: then it holds every group since that checkpoint,
+//! oldest first. A log of an earlier epoch (a crash between a checkpoint and
+//! the log's starting over) holds nothing the engine lacks.
+//!
+//! Framing: a header (`CRMWAL` 0 1, the epoch as u64), then records
+//! `[payload length u32][crc32 of payload u32][epoch u64][payload]`, little
+//! endian. The log ends at the first record that is empty, fails its checksum
+//! or is of another epoch. A record is synced before its group is visible to
+//! readers or answered, so a torn tail (a crash mid-append) was never seen.
+//!
+//! The file is written full of zeros once (4 MB) and then overwritten in
+//! place, never truncated: an `fdatasync` of blocks the file already has need
+//! not also commit the file system's journal (it measured 117 µs against 200
+//! µs for an append that grows the file). Starting over rewrites the header
+//! alone; the records of earlier epochs left behind end the log.
+
+use std::fs::{File, OpenOptions};
+use std::io::Read;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+/// The log's file in the folder.
+pub const WAL_FILE: &str = "crm-store.wal";
+const MAGIC: &[u8; 8] = b"CRMWAL\x00\x01";
+/// The file's header: the magic, then the epoch.
+const FILE_HEADER: u64 = 16;
+/// A record's header: its payload's length, its checksum, its epoch.
+const HEADER: usize = 16;
+/// Bytes the file is written with before its first use.
+const PREALLOCATED: u64 = 4 << 20;
+const DELETED: u32 = u32::MAX;
+
+/// The effects of one commit, in the order they were made. `off` collects
+/// nothing (a store in memory, a migration).
+pub(crate) struct Batch(Option<Vec<u8>>);
+
+impl Batch {
+    pub fn on() -> Self {
+        Self(Some(Vec::new()))
+    }
+
+    pub fn off() -> Self {
+        Self(None)
+    }
+
+    pub fn put(&mut self, key: &[u8], value: &[u8]) {
+        if let Some(out) = &mut self.0 {
+            push(out, key);
+            push(out, value);
+        }
+    }
+
+    pub fn delete(&mut self, key: &[u8]) {
+        if let Some(out) = &mut self.0 {
+            push(out, key);
+            out.extend_from_slice(&DELETED.to_le_bytes());
+        }
+    }
+
+    /// Bytes of its record's payload.
+    pub fn len(&self) -> usize {
+        self.payload().len()
+    }
+
+    fn payload(&self) -> &[u8] {
+        self.0.as_deref().unwrap_or_default()
+    }
+}
+
+fn push(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+    out.extend_from_slice(bytes);
+}
+
+/// One effect of a record: an item's engine key and its bytes, or `None`
+/// when it was deleted.
+pub(super) type Effect<'a> = (&'a [u8], Option<&'a [u8]>);
+
+/// The effects of a record's payload; `None` if it does not parse (it passed
+/// its checksum, so only a bug would make it so).
+pub(super) fn effects(mut payload: &[u8]) -> Option<Vec<Effect<'_>>> {
+    fn take<'a>(input: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+        let (head, rest) = input.split_at_checked(n)?;
+        *input = rest;
+        Some(head)
+    }
+    fn length(input: &mut &[u8]) -> Option<u32> {
+        Some(u32::from_le_bytes(take(input, 4)?.try_into().ok()?))
+    }
+    let mut out = Vec::new();
+    while !payload.is_empty() {
+        let key_len = length(&mut payload)?;
+        let key = take(&mut payload, key_len as usize)?;
+        let value = match length(&mut payload)? {
+            DELETED => None,
+            n => Some(take(&mut payload, n as usize)?),
+        };
+        out.push((key, value));
+    }
+    Some(out)
+}
+
+pub(super) struct Wal {
+    file: File,
+    epoch: u64,
+    /// Bytes of records after the header.
+    len: u64,
+}
+
+/// What opening a log found.
+pub(super) struct Opened {
+    pub wal: Wal,
+    /// The checkpoint the log starts after; none for a new or empty file.
+    pub epoch: Option<u64>,
+    /// The payloads of its whole records, oldest first.
+    pub records: Vec<Vec<u8>>,
+}
+
+impl Wal {
+    /// Opens the folder's log, created when missing. A torn or corrupt tail
+    /// is left where it is: the caller starts the log over once it has what
+    /// it needs from it.
+    pub fn open(dir: &Path) -> std::io::Result<Opened> {
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(dir.join(WAL_FILE))?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)?;
+        if (bytes.len() as u64) < PREALLOCATED {
+            let zeros = vec![0; PREALLOCATED as usize - bytes.len()];
+            file.write_all_at(&zeros, bytes.len() as u64)?;
+            file.sync_all()?;
+        }
+        let epoch = match bytes.get(..FILE_HEADER as usize) {
+            Some(header) if header.starts_with(MAGIC) => {
+                Some(u64::from_le_bytes(header[8..].try_into().expect("8 bytes")))
+            }
+            _ => None,
+        };
+        let mut records = Vec::new();
+        let mut at = FILE_HEADER as usize;
+        while let Some(payload) = epoch.and_then(|e| record_at(&bytes, at, e)) {
+            at += HEADER + payload.len();
+            records.push(payload.to_vec());
+        }
+        let len = (at as u64).saturating_sub(FILE_HEADER);
+        let wal = Self {
+            file,
+            epoch: epoch.unwrap_or(0),
+            len,
+        };
+        Ok(Opened {
+            wal,
+            epoch,
+            records,
+        })
+    }
+
+    /// Appends the records of groups (one `write`, one `fdatasync`). A
+    /// batch with nothing to log adds no record.
+    pub fn append(&mut self, batches: &[&Batch]) -> std::io::Result<()> {
+        let mut out = Vec::new();
+        for payload in batches
+            .iter()
+            .map(|b| b.payload())
+            .filter(|p| !p.is_empty())
+        {
+            out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+            out.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+            out.extend_from_slice(&self.epoch.to_le_bytes());
+            out.extend_from_slice(payload);
+        }
+        if out.is_empty() {
+            return Ok(());
+        }
+        let at = FILE_HEADER + self.len;
+        let written = self
+            .file
+            .write_all_at(&out, at)
+            .and_then(|()| self.file.sync_data());
+        if let Err(e) = written {
+            // Whatever part of it landed must not be replayed.
+            let end = [0; HEADER];
+            let _ = (self.file.write_all_at(&end, at)).and_then(|()| self.file.sync_data());
+            return Err(e);
+        }
+        self.len += out.len() as u64;
+        Ok(())
+    }
+
+    /// Empties the log, to hold the groups after checkpoint `epoch`.
+    pub fn start_over(&mut self, epoch: u64) -> std::io::Result<()> {
+        let mut header = MAGIC.to_vec();
+        header.extend_from_slice(&epoch.to_le_bytes());
+        self.file.write_all_at(&header, 0)?;
+        self.file.sync_data()?;
+        self.epoch = epoch;
+        self.len = 0;
+        Ok(())
+    }
+}
+
+/// The payload of the whole record of `epoch` at `at`, if there is one.
+fn record_at(bytes: &[u8], at: usize, epoch: u64) -> Option<&[u8]> {
+    let header = bytes.get(at..at + HEADER)?;
+    let len = u32::from_le_bytes(header[..4].try_into().ok()?) as usize;
+    let crc = u32::from_le_bytes(header[4..8].try_into().ok()?);
+    let of = u64::from_le_bytes(header[8..].try_into().ok()?);
+    let payload = bytes.get(at + HEADER..at + HEADER + len)?;
+    (len > 0 && of == epoch && crc32fast::hash(payload) == crc).then_some(payload)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fresh folder of this test's own.
+    fn folder(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("crm-wal-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn batch(effects: &[Effect<'_>]) -> Batch {
+        let mut b = Batch::on();
+        for (key, value) in effects {
+            match value {
+                Some(v) => b.put(key, v),
+                None => b.delete(key),
+            }
+        }
+        b
+    }
+
+    #[test]
+    fn a_record_reads_back_as_its_effects_in_order() {
+        let written: Vec<Effect<'_>> = vec![(b"a", Some(b"{}")), (b"b", None), (b"a", Some(b""))];
+        let b = batch(&written);
+        assert_eq!(effects(b.payload()).unwrap(), written);
+        assert!(effects(&b.payload()[..5]).is_none(), "a short payload");
+    }
+
+    #[test]
+    fn a_log_reads_back_until_a_torn_or_corrupt_record() {
+        let dir = folder("torn");
+        let opened = Wal::open(&dir).unwrap();
+        assert_eq!(
+            (opened.epoch, opened.records.len()),
+            (None, 0),
+            "a new file"
+        );
+        let mut wal = opened.wal;
+        wal.start_over(7).unwrap();
+        let first = batch(&[(b"k1", Some(b"v1"))]);
+        wal.append(&[&first, &Batch::off()]).unwrap();
+        let (second, third) = (batch(&[(b"k2", None)]), batch(&[(b"k3", Some(b"v3"))]));
+        wal.append(&[&second, &third]).unwrap();
+        let opened = Wal::open(&dir).unwrap();
+        assert_eq!((opened.epoch, opened.records.len()), (Some(7), 3));
+        assert_eq!(
+            effects(&opened.records[1]).unwrap(),
+            vec![(&b"k2"[..], None)]
+        );
+        drop(wal);
+
+        // A crash mid-append: the third record's last byte never landed.
+        let path = dir.join(WAL_FILE);
+        let end_of = |records: &[&Batch]| {
+            FILE_HEADER as usize + records.iter().map(|b| HEADER + b.len()).sum::<usize>()
+        };
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[end_of(&[&first, &second, &third]) - 1] ^= 0xFF;
+        std::fs::write(&path, &bytes).unwrap();
+        let mut wal = Wal::open(&dir).unwrap();
+        assert_eq!(wal.records.len(), 2);
+        // Appending goes on after the last whole record, over the torn one.
+        wal.wal.append(&[&batch(&[(b"k4", Some(b"v4"))])]).unwrap();
+        let records = Wal::open(&dir).unwrap().records;
+        let last = effects(&records[2]).unwrap();
+        assert_eq!(last, vec![(&b"k4"[..], Some(&b"v4"[..]))]);
+
+        // A flipped byte fails the checksum: that record and all after it go.
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[end_of(&[&first]) + HEADER] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(Wal::open(&dir).unwrap().records.len(), 1);
+    }
+
+    #[test]
+    fn starting_over_ends_the_log_before_the_records_of_earlier_epochs() {
+        let dir = folder("over");
+        let mut wal = Wal::open(&dir).unwrap().wal;
+        wal.start_over(1).unwrap();
+        let long = batch(&[(b"k1", Some(b"a longer value")), (b"k2", None)]);
+        wal.append(&[&long, &long]).unwrap();
+        wal.start_over(2).unwrap();
+        let opened = Wal::open(&dir).unwrap();
+        assert_eq!((opened.epoch, opened.records.len()), (Some(2), 0));
+        let mut wal = opened.wal;
+        wal.append(&[&batch(&[(b"k3", None)])]).unwrap();
+        let opened = Wal::open(&dir).unwrap();
+        assert_eq!(
+            opened.records.len(),
+            1,
+            "epoch 1's records stay behind, unread"
+        );
+        assert!(std::fs::metadata(dir.join(WAL_FILE)).unwrap().len() >= PREALLOCATED);
+    }
+}
