@@ -31,7 +31,7 @@
 //! alone; the records of earlier epochs left behind end the log.
 
 use std::fs::{File, OpenOptions};
-use std::io::Read;
+use std::io::{BufReader, Read};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
@@ -137,32 +137,43 @@ impl Wal {
     /// is left where it is: the caller starts the log over once it has what
     /// it needs from it.
     pub fn open(dir: &Path) -> std::io::Result<Opened> {
-        let mut file = OpenOptions::new()
+        let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
             .open(dir.join(WAL_FILE))?;
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes)?;
-        if (bytes.len() as u64) < PREALLOCATED {
-            let zeros = vec![0; PREALLOCATED as usize - bytes.len()];
-            file.write_all_at(&zeros, bytes.len() as u64)?;
-            file.sync_all()?;
-        }
-        let epoch = match bytes.get(..FILE_HEADER as usize) {
-            Some(header) if header.starts_with(MAGIC) => {
+        let size = file.metadata()?.len();
+        // Read record by record, so opening after a clean close reads a few
+        // bytes, and memory holds the records, not the file.
+        let mut reader = BufReader::with_capacity(64 * 1024, &file);
+        let mut header = [0; FILE_HEADER as usize];
+        let epoch = match reader.read_exact(&mut header) {
+            Ok(()) if header.starts_with(MAGIC) => {
                 Some(u64::from_le_bytes(header[8..].try_into().expect("8 bytes")))
             }
             _ => None,
         };
         let mut records = Vec::new();
-        let mut at = FILE_HEADER as usize;
-        while let Some(payload) = epoch.and_then(|e| record_at(&bytes, at, e)) {
-            at += HEADER + payload.len();
-            records.push(payload.to_vec());
+        let mut at = FILE_HEADER;
+        while let Some(e) = epoch
+            && let Some(payload) = next_record(&mut reader, e, size - at)
+        {
+            at += (HEADER + payload.len()) as u64;
+            records.push(payload);
         }
-        let len = (at as u64).saturating_sub(FILE_HEADER);
+        drop(reader);
+        if size < PREALLOCATED {
+            let zeros = vec![0; 64 * 1024];
+            let mut end = size;
+            while end < PREALLOCATED {
+                let n = zeros.len().min((PREALLOCATED - end) as usize);
+                file.write_all_at(&zeros[..n], end)?;
+                end += n as u64;
+            }
+            file.sync_all()?;
+        }
+        let len = at - FILE_HEADER;
         let wal = Self {
             file,
             epoch: epoch.unwrap_or(0),
@@ -219,14 +230,20 @@ impl Wal {
     }
 }
 
-/// The payload of the whole record of `epoch` at `at`, if there is one.
-fn record_at(bytes: &[u8], at: usize, epoch: u64) -> Option<&[u8]> {
-    let header = bytes.get(at..at + HEADER)?;
+/// The payload of the next whole record of `epoch`, if there is one within
+/// the `left` bytes of the file.
+fn next_record(reader: &mut impl Read, epoch: u64, left: u64) -> Option<Vec<u8>> {
+    let mut header = [0; HEADER];
+    reader.read_exact(&mut header).ok()?;
     let len = u32::from_le_bytes(header[..4].try_into().ok()?) as usize;
     let crc = u32::from_le_bytes(header[4..8].try_into().ok()?);
     let of = u64::from_le_bytes(header[8..].try_into().ok()?);
-    let payload = bytes.get(at + HEADER..at + HEADER + len)?;
-    (len > 0 && of == epoch && crc32fast::hash(payload) == crc).then_some(payload)
+    if len == 0 || of != epoch || (HEADER + len) as u64 > left {
+        return None;
+    }
+    let mut payload = vec![0; len];
+    reader.read_exact(&mut payload).ok()?;
+    (crc32fast::hash(&payload) == crc).then_some(payload)
 }
 
 #[cfg(test)]
