@@ -455,11 +455,7 @@ async fn main() {
         }
     }
     let [get, create, get_mem, create_mem, floor] = runs.map(|r| Rate::median(&r));
-    row(
-        "`--data` (durable: fsynced group commits)",
-        &get,
-        Some(&create),
-    );
+    row("`--data` (durable: write-ahead log)", &get, Some(&create));
     row("`--in-memory`", &get_mem, Some(&create_mem));
     row("bare axum hello-JSON (`GET /hello`)", &floor, None);
     let [get_share, get_cpu_share, create_share, create_cpu_share] =

@@ -52,7 +52,9 @@ type Reply = oneshot::Sender<Result<f64, StoreError>>;
 
 /// A group committed to the engine, on its way to readers and answers.
 struct Committed {
-    answers: Vec<(Reply, Result<f64, StoreError>)>,
+    /// Its requests' replies, and what each is to be answered.
+    replies: Vec<Reply>,
+    answers: Vec<Result<f64, StoreError>>,
     keys: Vec<Key>,
     /// Its record; off when its commit was a checkpoint (or in memory).
     log: Batch,
@@ -163,25 +165,17 @@ fn log_failed(e: std::io::Error) -> StoreError {
 
 impl Writer {
     fn commit(&mut self, group: Vec<Request>) {
+        let (writes, replies): (Vec<Vec<Write>>, Vec<Reply>) =
+            group.into_iter().map(|r| (r.writes, r.reply)).unzip();
         if self.shared.stopped.load(Ordering::Acquire) {
             let stopped = StoreError::Unavailable(
                 "embedded store: writes stopped after its log failed; restart it".into(),
             );
-            return answer_all(group.into_iter().map(|r| r.reply), &stopped);
+            return answer_all(replies, &stopped);
         }
-        match self.commit_group(&group) {
-            Ok((answers, log, checkpoint, snapshot)) => {
-                let committed = Committed {
-                    keys: group
-                        .iter()
-                        .flat_map(|r| &r.writes)
-                        .filter_map(Write::key)
-                        .collect(),
-                    answers: group.into_iter().map(|r| r.reply).zip(answers).collect(),
-                    log,
-                    checkpoint,
-                    snapshot,
-                };
+        match self.commit_group(&writes) {
+            Ok(mut committed) => {
+                committed.replies = replies;
                 match &self.to_log {
                     Some(to_log) => {
                         if let Err(unsent) = to_log.send(committed) {
@@ -189,22 +183,19 @@ impl Writer {
                             self.shared.stopped.store(true, Ordering::Release);
                             let e =
                                 StoreError::Unavailable("embedded store: its log stopped".into());
-                            answer_all(unsent.0.answers.into_iter().map(|(r, _)| r), &e);
+                            answer_all(unsent.0.replies, &e);
                         }
                     }
                     None => publish(&self.shared, vec![committed]),
                 }
             }
             // The engine failed: nothing of the group was committed.
-            Err(e) => answer_all(group.into_iter().map(|r| r.reply), &e),
+            Err(e) => answer_all(replies, &e),
         }
     }
 
-    #[allow(clippy::type_complexity)]
-    fn commit_group(
-        &mut self,
-        group: &[Request],
-    ) -> Result<(Vec<Result<f64, StoreError>>, Batch, Option<u64>, Snapshot), StoreError> {
+    /// Applies and commits a group; its replies are the caller's to add.
+    fn commit_group(&mut self, group: &[Vec<Write>]) -> Result<Committed, StoreError> {
         let due = self.last_checkpoint.elapsed() >= self.checkpoint_every
             || self.logged >= CHECKPOINT_BYTES;
         let checkpoint = due.then_some(self.checkpoints + 1);
@@ -222,12 +213,12 @@ impl Writer {
         {
             let mut items = txn.open_table(ITEMS).map_err(engine)?;
             let mut indexes = txn.open_table(INDEXES).map_err(engine)?;
-            for request in group {
+            for writes in group {
                 answers.push(apply(
                     &mut items,
                     &mut indexes,
                     &self.defs,
-                    &request.writes,
+                    writes,
                     &mut log,
                 )?);
             }
@@ -250,7 +241,14 @@ impl Writer {
                 self.pending = true;
             }
         }
-        Ok((answers, log, checkpoint, snapshot))
+        Ok(Committed {
+            replies: Vec::new(),
+            answers,
+            keys: group.iter().flatten().filter_map(Write::key).collect(),
+            log,
+            checkpoint,
+            snapshot,
+        })
     }
 
     /// A durable commit of nothing but the checkpoint's number.
@@ -285,13 +283,9 @@ fn log_stage(mut wal: Wal, rx: sync_mpsc::Receiver<Committed>, shared: &Shared) 
             shared.stopped.store(true, Ordering::Release);
             tracing::error!(error = %e, "the store's log failed: writes stop until a restart");
             let e = log_failed(e);
-            answer_all(
-                groups.into_iter().flat_map(|g| g.answers).map(|(r, _)| r),
-                &e,
-            );
+            answer_all(groups.into_iter().flat_map(|g| g.replies), &e);
             // Nothing more is published: what follows built on these groups.
-            rx.iter()
-                .for_each(|g| answer_all(g.answers.into_iter().map(|(r, _)| r), &e));
+            rx.iter().for_each(|g| answer_all(g.replies, &e));
             return None;
         }
         publish(shared, groups);
@@ -302,25 +296,24 @@ fn log_stage(mut wal: Wal, rx: sync_mpsc::Receiver<Committed>, shared: &Shared) 
 /// Shows readers the engine as of the last of `groups`, then answers them.
 /// Decoded records of their keys are forgotten around it, and before any
 /// answer: a request that follows one sees what it wrote.
-fn publish(shared: &Shared, mut groups: Vec<Committed>) {
-    let Some(last) = groups.pop() else { return };
-    let keys: Vec<Key> = groups
-        .iter()
-        .chain([&last])
-        .flat_map(|g| g.keys.iter().cloned())
-        .collect();
-    let Committed {
-        answers, snapshot, ..
-    } = last;
+fn publish(shared: &Shared, groups: Vec<Committed>) {
+    let keys: Vec<Key> = groups.iter().flat_map(|g| g.keys.iter().cloned()).collect();
+    let mut latest = None;
+    let mut answers = Vec::with_capacity(groups.len());
+    for group in groups {
+        latest = Some(group.snapshot);
+        answers.push(group.replies.into_iter().zip(group.answers));
+    }
+    let Some(snapshot) = latest else { return };
     shared
         .records
         .around(&keys, || shared.published.publish(snapshot));
-    for (reply, answer) in groups.into_iter().flat_map(|g| g.answers).chain(answers) {
+    for (reply, answer) in answers.into_iter().flatten() {
         let _ = reply.send(answer);
     }
 }
 
-fn answer_all(replies: impl Iterator<Item = Reply>, error: &StoreError) {
+fn answer_all(replies: impl IntoIterator<Item = Reply>, error: &StoreError) {
     let message = error.to_string();
     for reply in replies {
         let _ = reply.send(Err(StoreError::Unavailable(message.clone())));
