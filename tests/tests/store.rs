@@ -369,6 +369,36 @@ async fn acknowledged_writes_are_in_the_log_and_replayed_after_a_crash() {
     drop(s);
 }
 
+/// A store that goes quiet checkpoints on its own, a moment after its last
+/// write: the engine's file alone then holds it, and nothing waits on a
+/// replay. (Copies of the running store's file, as a crash would leave it.)
+#[tokio::test]
+async fn a_quiet_store_checkpoints_on_its_own() {
+    let live = api_tests::TempFolder::new("quiet-live");
+    let every = std::time::Duration::from_millis(50);
+    let s = EmbeddedStore::open_checkpointing(&live.0, shared::keys::GSIS, every).unwrap();
+    s.write(vec![put(item("T#q", "kept", json!({})))])
+        .await
+        .unwrap();
+    let data = shared::store::embedded::DATA_FILE;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let image = api_tests::TempFolder::new("quiet-image");
+        std::fs::copy(live.0.join(data), image.0.join(data)).unwrap();
+        let copy = EmbeddedStore::open(&image.0, shared::keys::GSIS).unwrap();
+        if copy
+            .get(&Key::new("T#q", "kept"), true)
+            .await
+            .unwrap()
+            .is_some()
+        {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no checkpoint came");
+        tokio::time::sleep(every).await;
+    }
+}
+
 /// A torn write at the end of the engine's file (bytes past its last commit,
 /// as a crash while the file grows leaves them) loses nothing committed.
 #[tokio::test]

@@ -128,12 +128,16 @@ impl EmbeddedStore {
             epoch,
             records,
         } = wal::Wal::open(dir)?;
-        let mut checkpoints = write::last_checkpoint(&db).map_err(std::io::Error::other)?;
-        if epoch == Some(checkpoints) && !records.is_empty() {
-            checkpoints += 1;
-            write::replay(&db, indexes, &records, checkpoints).map_err(std::io::Error::other)?;
+        // Every open is a checkpoint, with the log's records when they follow
+        // the engine's last one: the log then starts over in an epoch of its
+        // own, past any record a torn or failed append left in the file.
+        let last = write::last_checkpoint(&db).map_err(std::io::Error::other)?;
+        let replayed: &[Vec<u8>] = if epoch == Some(last) { &records } else { &[] };
+        let checkpoints = last + 1;
+        write::replay(&db, indexes, replayed, checkpoints).map_err(std::io::Error::other)?;
+        if !replayed.is_empty() {
             tracing::info!(
-                records = records.len(),
+                records = replayed.len(),
                 "replayed the store's log (the last run did not close cleanly)"
             );
         }

@@ -8,15 +8,17 @@
 //! non-durable (kept by the engine in memory), and a durable commit of the
 //! engine now and then (a checkpoint) lets the log start over.
 //!
-//! What a record holds: the state after its group of every item the group
-//! wrote, `(engine key, item bytes)` or `(engine key, deleted)`, in order.
+//! What a record holds: one request's effects, the state after it of every
+//! item it wrote, `(engine key, item bytes)` or `(engine key, deleted)`, in
+//! order; a group's records are appended together, with one sync.
 //!
 //! Which records to replay: checkpoints are numbered, the engine keeps the
 //! number of its last one, and the log's header holds the number of the
 //! checkpoint it starts after (its epoch). After a crash the log is replayed
 //! only when the two agree: then it holds every group since that checkpoint,
 //! oldest first. A log of an earlier epoch (a crash between a checkpoint and
-//! the log's starting over) holds nothing the engine lacks.
+//! the log's starting over) holds nothing the engine lacks. Every open is a
+//! checkpoint, so each run logs in an epoch of its own.
 //!
 //! Framing: a header (`CRMWAL` 0 1, the epoch as u64), then records
 //! `[payload length u32][crc32 of payload u32][epoch u64][payload]`, little
@@ -172,6 +174,8 @@ impl Wal {
                 end += n as u64;
             }
             file.sync_all()?;
+            // A new file: its name is durable once its folder is synced.
+            File::open(dir)?.sync_all()?;
         }
         let len = at - FILE_HEADER;
         let wal = Self {
@@ -195,7 +199,10 @@ impl Wal {
             .map(|b| b.payload())
             .filter(|p| !p.is_empty())
         {
-            out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+            let len = u32::try_from(payload.len()).map_err(|_| {
+                std::io::Error::new(std::io::ErrorKind::InvalidInput, "a group of over 4 GiB")
+            })?;
+            out.extend_from_slice(&len.to_le_bytes());
             out.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
             out.extend_from_slice(&self.epoch.to_le_bytes());
             out.extend_from_slice(payload);

@@ -12,15 +12,20 @@
 //! acknowledges the writes of several groups. In memory there is no log: the
 //! writer thread publishes and answers each group itself.
 //!
-//! A checkpoint (a durable commit of the engine, numbered) comes at least
-//! every second while writes come, and once the log holds 4 MB; the log then
-//! starts over. A failed append stops the store's writes: what the engine
-//! holds past the last published snapshot may not be durable, so nothing may
-//! build on it. Reads go on; a restart replays what was synced.
+//! A checkpoint (a durable commit of the engine, numbered) comes a second
+//! after the first commit that is not yet in the engine's file (with the next
+//! group, or on its own when writes go quiet), and once the log holds 4 MB;
+//! the log then starts over. A close is a last checkpoint.
+//!
+//! A failed append stops the store's writes: what the engine holds past the
+//! last published snapshot may not be durable, so nothing may build on it.
+//! The groups waiting are answered 503 (their outcome unknown: the close's
+//! checkpoint may keep them, and a crash loses them). Reads go on; a restart
+//! replays what was synced.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc as sync_mpsc;
+use std::sync::mpsc::{self as sync_mpsc, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use redb::{Database, Durability};
@@ -56,8 +61,9 @@ struct Committed {
     replies: Vec<Reply>,
     answers: Vec<Result<f64, StoreError>>,
     keys: Vec<Key>,
-    /// Its record; off when its commit was a checkpoint (or in memory).
-    log: Batch,
+    /// Its records, one per request (so a record stays under a request's
+    /// 100 items of 400 KB); off when its commit was a checkpoint (or in memory).
+    log: Vec<Batch>,
     /// The checkpoint's number, when its commit was one.
     checkpoint: Option<u64>,
     snapshot: Snapshot,
@@ -78,12 +84,12 @@ struct Writer {
     /// The log thread, with a folder.
     to_log: Option<sync_mpsc::Sender<Committed>>,
     checkpoints: u64,
-    last_checkpoint: Instant,
     checkpoint_every: Duration,
     /// Log bytes handed on since the last checkpoint.
     logged: u64,
-    /// Whether a commit since the last checkpoint was non-durable.
-    pending: bool,
+    /// When the first commit since the last checkpoint was made: what is
+    /// not yet in the engine's file is at most `checkpoint_every` old.
+    pending_since: Option<Instant>,
 }
 
 pub(super) struct Config {
@@ -121,37 +127,47 @@ pub(super) fn spawn(config: Config) -> (sync_mpsc::Sender<Request>, std::thread:
         shared,
         to_log,
         checkpoints: config.checkpoints,
-        last_checkpoint: Instant::now(),
         checkpoint_every: config.checkpoint_every,
         logged: 0,
-        pending: false,
+        pending_since: None,
     };
     let (tx, rx) = sync_mpsc::channel::<Request>();
     let thread = std::thread::Builder::new()
         .name("crm-store-writer".into())
         .spawn(move || {
             // Ends when the store (the last sender) is dropped.
-            while let Ok(first) = rx.recv() {
-                let mut group = vec![first];
-                while group.len() < MAX_GROUP {
-                    match rx.try_recv() {
-                        Ok(next) => group.push(next),
-                        Err(_) => break,
+            loop {
+                let first = match writer.checkpoint_in() {
+                    None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+                    Some(wait) => rx.recv_timeout(wait),
+                };
+                let group = match first {
+                    Ok(first) => {
+                        let mut group = vec![first];
+                        group.extend(rx.try_iter().take(MAX_GROUP - 1));
+                        group
                     }
-                }
+                    // Quiet for a while: the checkpoint is made now, with
+                    // no group to wait on (an empty one).
+                    Err(RecvTimeoutError::Timeout) => Vec::new(),
+                    Err(RecvTimeoutError::Disconnected) => break,
+                };
                 writer.commit(group);
             }
-            // Everything handed on is synced and answered first; then a last
-            // checkpoint, so a clean close leaves nothing to replay.
+            // Everything handed on is synced and answered first.
             drop(writer.to_log.take());
-            let wal = log_thread.and_then(|t| t.join().ok()).flatten();
-            if writer.pending && !writer.shared.stopped.load(Ordering::Acquire) {
+            if let Some(thread) = log_thread {
+                let _ = thread.join();
+            }
+            // Then a last checkpoint, even after the log failed: the engine
+            // would otherwise make its commits durable as it closes, under
+            // the number of the log's epoch, and the next open would replay
+            // older records over them. Numbered past the log's epoch, the
+            // log is skipped: a clean close leaves nothing to replay.
+            if writer.pending_since.is_some() || writer.shared.stopped.load(Ordering::Acquire) {
                 let number = writer.checkpoints + 1;
-                let done = writer.checkpoint_commit(number).and_then(|()| {
-                    wal.map_or(Ok(()), |mut w| w.start_over(number).map_err(log_failed))
-                });
-                if let Err(e) = done {
-                    tracing::warn!(error = %e, "the store's last checkpoint failed; its log will be replayed on the next open");
+                if let Err(e) = writer.checkpoint_commit(number) {
+                    tracing::error!(error = %e, "the store's last checkpoint failed");
                 }
             }
         })
@@ -171,6 +187,7 @@ impl Writer {
             let stopped = StoreError::Unavailable(
                 "embedded store: writes stopped after its log failed; restart it".into(),
             );
+            self.pending_since = None; // none due until the close's last one
             return answer_all(replies, &stopped);
         }
         match self.commit_group(&writes) {
@@ -189,15 +206,28 @@ impl Writer {
                     None => publish(&self.shared, vec![committed]),
                 }
             }
-            // The engine failed: nothing of the group was committed.
-            Err(e) => answer_all(replies, &e),
+            // The engine failed: nothing of the group was committed. A
+            // checkpoint that failed is tried again a second later, not at
+            // once (the engine may refuse every write from now on).
+            Err(e) => {
+                if self.pending_since.is_some() {
+                    self.pending_since = Some(Instant::now());
+                }
+                tracing::error!(error = %e, "the store's engine failed a commit");
+                answer_all(replies, &e)
+            }
         }
+    }
+
+    /// How long until a checkpoint is due, when one is pending.
+    fn checkpoint_in(&self) -> Option<Duration> {
+        let since = self.pending_since?;
+        Some(self.checkpoint_every.saturating_sub(since.elapsed()))
     }
 
     /// Applies and commits a group; its replies are the caller's to add.
     fn commit_group(&mut self, group: &[Vec<Write>]) -> Result<Committed, StoreError> {
-        let due = self.last_checkpoint.elapsed() >= self.checkpoint_every
-            || self.logged >= CHECKPOINT_BYTES;
+        let due = self.checkpoint_in() == Some(Duration::ZERO) || self.logged >= CHECKPOINT_BYTES;
         let checkpoint = due.then_some(self.checkpoints + 1);
         let mut txn = self.db.begin_write().map_err(engine)?;
         match checkpoint {
@@ -205,22 +235,17 @@ impl Writer {
             None => txn.set_durability(Durability::None).map_err(engine)?,
         }
         // A checkpoint's commit is durable by itself: its group needs no record.
-        let mut log = match self.to_log.is_some() && checkpoint.is_none() {
-            true => Batch::on(),
-            false => Batch::off(),
-        };
+        let logging = self.to_log.is_some() && checkpoint.is_none();
+        let mut log = Vec::with_capacity(group.len());
         let mut answers = Vec::with_capacity(group.len());
         {
             let mut items = txn.open_table(ITEMS).map_err(engine)?;
             let mut indexes = txn.open_table(INDEXES).map_err(engine)?;
             for writes in group {
-                answers.push(apply(
-                    &mut items,
-                    &mut indexes,
-                    &self.defs,
-                    writes,
-                    &mut log,
-                )?);
+                let mut record = if logging { Batch::on() } else { Batch::off() };
+                let answer = apply(&mut items, &mut indexes, &self.defs, writes, &mut record)?;
+                answers.push(answer);
+                log.push(record);
             }
         }
         txn.commit().map_err(engine)?;
@@ -232,13 +257,12 @@ impl Writer {
         match checkpoint {
             Some(number) => {
                 self.checkpoints = number;
-                self.last_checkpoint = Instant::now();
                 self.logged = 0;
-                self.pending = false;
+                self.pending_since = None;
             }
             None => {
-                self.logged += log.len() as u64;
-                self.pending = true;
+                self.logged += log.iter().map(|b| b.len() as u64).sum::<u64>();
+                self.pending_since.get_or_insert_with(Instant::now);
             }
         }
         Ok(Committed {
@@ -260,37 +284,45 @@ impl Writer {
 }
 
 /// The log thread: appends and syncs the records of whatever groups are
-/// waiting, then publishes and answers them. Answers its log when done.
-fn log_stage(mut wal: Wal, rx: sync_mpsc::Receiver<Committed>, shared: &Shared) -> Option<Wal> {
+/// waiting, then publishes and answers them.
+fn log_stage(mut wal: Wal, rx: sync_mpsc::Receiver<Committed>, shared: &Shared) {
+    /// A panic here stops the writes too: nothing may build on what the
+    /// engine holds past the last published snapshot.
+    struct StopOnPanic<'a>(&'a AtomicBool);
+    impl Drop for StopOnPanic<'_> {
+        fn drop(&mut self) {
+            if std::thread::panicking() {
+                self.0.store(true, Ordering::Release);
+            }
+        }
+    }
+    let _guard = StopOnPanic(&shared.stopped);
     while let Ok(first) = rx.recv() {
         let mut groups = vec![first];
         groups.extend(rx.try_iter());
-        // Groups up to the last checkpoint among them are durable by it.
-        let after = match groups.iter().rposition(|g| g.checkpoint.is_some()) {
-            Some(i) => {
-                let number = groups[i].checkpoint.expect("a checkpoint");
-                if let Err(e) = wal.start_over(number) {
-                    // The old records stay: a replay skips a log of an
-                    // earlier epoch, so they cost nothing.
-                    tracing::warn!(error = %e, "the store's log could not start over");
-                }
-                i + 1
-            }
-            None => 0,
-        };
-        let records: Vec<&Batch> = groups[after..].iter().map(|g| &g.log).collect();
-        if let Err(e) = wal.append(&records) {
+        // Groups up to the last checkpoint among them are durable by it; the
+        // log starts over after it, in that checkpoint's epoch, before any
+        // later group's record is appended (else a replay would miss them).
+        let last_checkpoint = groups.iter().rposition(|g| g.checkpoint.is_some());
+        let after = last_checkpoint.map_or(0, |i| i + 1);
+        let start_over = last_checkpoint.and_then(|i| groups[i].checkpoint);
+        let records: Vec<&Batch> = groups[after..].iter().flat_map(|g| &g.log).collect();
+        let logged = start_over
+            .map_or(Ok(()), |number| wal.start_over(number))
+            .and_then(|()| wal.append(&records));
+        if let Err(e) = logged {
             shared.stopped.store(true, Ordering::Release);
             tracing::error!(error = %e, "the store's log failed: writes stop until a restart");
+            // Their outcome is unknown to their callers (the close's last
+            // checkpoint may keep them), as with any 503.
             let e = log_failed(e);
             answer_all(groups.into_iter().flat_map(|g| g.replies), &e);
             // Nothing more is published: what follows built on these groups.
             rx.iter().for_each(|g| answer_all(g.replies, &e));
-            return None;
+            return;
         }
         publish(shared, groups);
     }
-    Some(wal)
 }
 
 /// Shows readers the engine as of the last of `groups`, then answers them.
