@@ -40,19 +40,20 @@ use crate::store::*;
 
 /// Requests one commit takes at most.
 const MAX_GROUP: usize = 256;
-/// A checkpoint comes at least this often while writes come, so the pages
-/// the engine keeps for its non-durable commits stay few and freed pages are
-/// reused (the engine reuses a page only once no durable commit needs it)...
+/// A checkpoint comes this long after the first commit not yet in the
+/// engine's file, so the pages the engine keeps for its non-durable commits
+/// stay few and freed pages are reused (the engine reuses a page only once no
+/// durable commit needs it)...
 pub const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 /// ...and once the log holds this much, which bounds a replay after a crash.
 const CHECKPOINT_BYTES: u64 = 4 << 20;
 
 pub(super) struct Request {
     pub writes: Vec<Write>,
-    /// The write units, or why nothing was written.
-    pub reply: oneshot::Sender<Result<f64, StoreError>>,
+    pub reply: Reply,
 }
 
+/// Answers the write units of a request, or why nothing was written.
 type Reply = oneshot::Sender<Result<f64, StoreError>>;
 
 /// A group committed to the engine, on its way to readers and answers.
