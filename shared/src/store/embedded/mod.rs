@@ -25,6 +25,8 @@
 //! A folder of the earlier format (`crm-store.jsonl`) is migrated once on open.
 
 mod codec;
+#[cfg(test)]
+mod log_failure_tests;
 mod migrate;
 pub mod partitions;
 mod read;

@@ -123,7 +123,15 @@ pub(super) struct Wal {
     epoch: u64,
     /// Bytes of records after the header.
     len: u64,
+    /// The folder, where a test puts [`FAIL_MARKER`] to make appends fail.
+    #[cfg(test)]
+    dir: std::path::PathBuf,
 }
+
+/// In tests: while a file of this name is in the folder, appends fail as a
+/// full or failing disk would make them.
+#[cfg(test)]
+pub(super) const FAIL_MARKER: &str = "fail-the-log";
 
 /// What opening a log found.
 pub(super) struct Opened {
@@ -182,6 +190,8 @@ impl Wal {
             file,
             epoch: epoch.unwrap_or(0),
             len,
+            #[cfg(test)]
+            dir: dir.to_owned(),
         };
         Ok(Opened {
             wal,
@@ -193,6 +203,10 @@ impl Wal {
     /// Appends the records of groups (one `write`, one `fdatasync`). A
     /// batch with nothing to log adds no record.
     pub fn append(&mut self, batches: &[&Batch]) -> std::io::Result<()> {
+        #[cfg(test)]
+        if self.dir.join(FAIL_MARKER).exists() {
+            return Err(std::io::Error::other("the disk failed (a test's doing)"));
+        }
         let mut out = Vec::new();
         for payload in batches
             .iter()
