@@ -49,7 +49,12 @@ impl Published {
     }
 
     pub fn publish(&self, snapshot: Snapshot) {
-        *self.0.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(snapshot);
+        let mut current = self.0.write().unwrap_or_else(PoisonError::into_inner);
+        let old = std::mem::replace(&mut *current, Arc::new(snapshot));
+        drop(current);
+        // The old snapshot's end (its engine read transaction) comes after
+        // the lock is released: readers never wait on it.
+        drop(old);
     }
 }
 
