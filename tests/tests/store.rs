@@ -30,6 +30,24 @@ fn sks(items: &[Item]) -> Vec<&str> {
     items.iter().map(|i| i["sk"].as_str().unwrap()).collect()
 }
 
+/// The sort keys of a query's items, read in pages of two, each resuming
+/// after the last key of the one before.
+async fn in_pages_of_two(s: &dyn Store, query: Query) -> Vec<String> {
+    let mut query = Query {
+        limit: Some(2),
+        ..query
+    };
+    let mut seen = Vec::new();
+    loop {
+        let page = s.query(&query).await.unwrap();
+        seen.extend(sks(&page.items).into_iter().map(str::to_owned));
+        match page.last_key {
+            Some(last) => query.start_after = Some(last),
+            None => return seen,
+        }
+    }
+}
+
 store_test! {
     async fn conditions_guard_writes(app) {
         let s = app.store.as_ref();
@@ -129,16 +147,7 @@ store_test! {
 
         // Pages of two, resuming after the last key, in both directions.
         for forward in [true, false] {
-            let mut query = Query { limit: Some(2), forward, ..q(SkRange::All) };
-            let mut seen = Vec::new();
-            loop {
-                let page = s.query(&query).await.unwrap();
-                seen.extend(sks(&page.items).into_iter().map(str::to_owned));
-                match page.last_key {
-                    Some(last) => query.start_after = Some(last),
-                    None => break,
-                }
-            }
+            let seen = in_pages_of_two(s, Query { forward, ..q(SkRange::All) }).await;
             let mut expected = vec!["a1", "a2", "a3", "b1", "b2", "c1"];
             if !forward {
                 expected.reverse();
@@ -245,6 +254,73 @@ async fn the_embedded_store_survives_a_restart() {
         assert_eq!(sks(&indexed.items), ["kept"]);
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Between checkpoints a store's writes live in memory over the engine's
+/// file (`overlay.rs`): every read merges the two, the newer winning, a
+/// delete hiding what the file holds, in either direction, page by page, and
+/// through an index whose entry moved.
+#[tokio::test]
+async fn reads_merge_the_engine_file_and_the_writes_since_its_checkpoint() {
+    let folder = api_tests::TempFolder::new("overlay");
+    let gsi = |sk: &str| json!({ "gsi1pk": "G", "gsi1sk": sk });
+    {
+        let s = EmbeddedStore::open(&folder.0, shared::keys::GSIS).unwrap();
+        let writes = ["a", "b", "c", "d"].map(|sk| put(item("T#m", sk, gsi(sk))));
+        s.write(writes.to_vec()).await.unwrap();
+    } // closed: a checkpoint, all four in the engine's file
+    let hour = std::time::Duration::from_secs(3600);
+    let expect = |s: EmbeddedStore| async move {
+        let b = s.get(&Key::new("T#m", "b"), true).await.unwrap();
+        assert!(b.is_none(), "deleted in memory");
+        let c = s.get(&Key::new("T#m", "c"), true).await.unwrap();
+        assert_eq!(c.unwrap()["v"], 2);
+        let q = |range| Query::new(Index::TABLE, "T#m", range);
+        let all = s.query(&q(SkRange::All)).await.unwrap();
+        assert_eq!(sks(&all.items), ["a", "bb", "c", "d", "e"]);
+        let back = s.query(&q(SkRange::All).backward()).await.unwrap();
+        assert_eq!(sks(&back.items), ["e", "d", "c", "bb", "a"]);
+        let between = q(SkRange::Between("b".into(), "d".into()));
+        assert_eq!(
+            sks(&s.query(&between).await.unwrap().items),
+            ["bb", "c", "d"]
+        );
+        for forward in [true, false] {
+            let query = Query {
+                forward,
+                ..q(SkRange::All)
+            };
+            let mut seen = in_pages_of_two(&s, query).await;
+            if !forward {
+                seen.reverse();
+            }
+            assert_eq!(seen, ["a", "bb", "c", "d", "e"]);
+        }
+        // `c`'s index entry moved from "c" to "z"; `b`'s is gone.
+        let indexed = s.query(&Query::new(GSI1, "G", SkRange::All)).await.unwrap();
+        assert_eq!(sks(&indexed.items), ["a", "bb", "d", "e", "c"]);
+    };
+    let s = EmbeddedStore::open_checkpointing(&folder.0, shared::keys::GSIS, hour).unwrap();
+    s.write(vec![
+        Write::Delete {
+            key: Key::new("T#m", "b"),
+            condition: Some(Condition::Exists),
+        },
+        put(item(
+            "T#m",
+            "c",
+            json!({ "v": 2, "gsi1pk": "G", "gsi1sk": "z" }),
+        )),
+        put(item("T#m", "e", gsi("e"))),
+        put(item("T#m", "bb", gsi("bb"))),
+    ])
+    .await
+    .unwrap();
+    // The writes are in memory and the log only: the engine's file still
+    // holds `b` (the close below is the next checkpoint).
+    expect(s).await;
+    // And the same once a checkpoint has moved them into the file.
+    expect(EmbeddedStore::open(&folder.0, shared::keys::GSIS).unwrap()).await;
 }
 
 /// A folder of the first format (a JSON-lines log) is migrated once on open:

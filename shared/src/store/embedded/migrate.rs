@@ -9,11 +9,13 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
-use redb::{Database, Durability};
+use redb::Database;
 use serde_json::Value;
 
+use super::overlay::Overlay;
+use super::read::{Engine, Snapshot};
 use super::wal::Batch;
-use super::write::{delete, put};
+use super::write::{checkpoint, delete, put};
 use super::{DATA_FILE, INDEXES, ITEMS, engine};
 use crate::store::{Index, Key, StoreError};
 
@@ -47,58 +49,45 @@ fn replay(log: &Path, into: &Path, defs: &[Index]) -> Result<usize, StoreError> 
         .lines()
         .enumerate()
         .peekable();
-    let mut count = 0;
-    while lines.peek().is_some() {
-        let mut txn = db.begin_write().map_err(engine)?;
-        txn.set_durability(Durability::Immediate).map_err(engine)?;
-        {
-            let mut items = txn.open_table(ITEMS).map_err(engine)?;
-            let mut indexes = txn.open_table(INDEXES).map_err(engine)?;
-            for (n, line) in lines.by_ref().take(LINES_PER_COMMIT) {
-                let line = line.map_err(|e| StoreError::Other(e.to_string()))?;
-                count += 1;
-                if line.trim().is_empty() {
-                    continue;
-                }
-                // A torn last line (a crash mid-append) loses only that write.
-                let Ok(entry) = serde_json::from_str::<Value>(&line) else {
-                    tracing::warn!(
-                        line = n + 1,
-                        "skipping an unreadable line of {}",
-                        log.display()
-                    );
-                    continue;
-                };
-                for item in entry["put"].as_array().into_iter().flatten() {
-                    if let Some(item) = item.as_object() {
-                        put(
-                            &mut items,
-                            &mut indexes,
-                            defs,
-                            item.clone(),
-                            &mut Batch::off(),
-                        )?;
-                    }
-                }
-                for key in entry["delete"].as_array().into_iter().flatten() {
-                    if let (Some(pk), Some(sk)) = (key[0].as_str(), key[1].as_str()) {
-                        delete(
-                            &mut items,
-                            &mut indexes,
-                            defs,
-                            &Key::new(pk, sk),
-                            &mut Batch::off(),
-                        )?;
-                    }
-                }
-            }
-        }
-        txn.commit().map_err(engine)?;
-    }
-    // Tables exist even when the log was empty.
+    // Both tables exist from the start (a view of the engine opens them).
     let txn = db.begin_write().map_err(engine)?;
     txn.open_table(ITEMS).map_err(engine)?;
     txn.open_table(INDEXES).map_err(engine)?;
     txn.commit().map_err(engine)?;
+    let mut count = 0;
+    while lines.peek().is_some() {
+        let mut state = Snapshot {
+            engine: Engine::of(&db)?,
+            overlay: Overlay::default(),
+        };
+        for (n, line) in lines.by_ref().take(LINES_PER_COMMIT) {
+            let line = line.map_err(|e| StoreError::Other(e.to_string()))?;
+            count += 1;
+            if line.trim().is_empty() {
+                continue;
+            }
+            // A torn last line (a crash mid-append) loses only that write.
+            let Ok(entry) = serde_json::from_str::<Value>(&line) else {
+                tracing::warn!(
+                    line = n + 1,
+                    "skipping an unreadable line of {}",
+                    log.display()
+                );
+                continue;
+            };
+            for item in entry["put"].as_array().into_iter().flatten() {
+                if let Some(item) = item.as_object() {
+                    put(&mut state, defs, item.clone(), &mut Batch::off())?;
+                }
+            }
+            for key in entry["delete"].as_array().into_iter().flatten() {
+                if let (Some(pk), Some(sk)) = (key[0].as_str(), key[1].as_str()) {
+                    delete(&mut state, defs, &Key::new(pk, sk), &mut Batch::off())?;
+                }
+            }
+        }
+        // Numbered 0, as an engine file with no checkpoint yet reads.
+        checkpoint(&db, &state.overlay, 0)?;
+    }
     Ok(count)
 }

@@ -28,6 +28,7 @@ mod codec;
 #[cfg(test)]
 mod log_failure_tests;
 mod migrate;
+mod overlay;
 pub mod partitions;
 mod read;
 mod wal;
@@ -85,6 +86,15 @@ fn engine(e: impl Into<redb::Error>) -> StoreError {
     StoreError::Unavailable(format!("embedded store: {}", e.into()))
 }
 
+/// Every table exists from the start, so a read never meets a missing one.
+fn create_tables(db: &Database) -> Result<(), StoreError> {
+    let txn = db.begin_write().map_err(engine)?;
+    txn.open_table(ITEMS).map_err(engine)?;
+    txn.open_table(INDEXES).map_err(engine)?;
+    txn.open_table(META).map_err(engine)?;
+    txn.commit().map_err(engine)
+}
+
 impl EmbeddedStore {
     /// A store that lives as long as the process.
     pub fn in_memory(indexes: &[Index]) -> Self {
@@ -133,6 +143,7 @@ impl EmbeddedStore {
         // Every open is a checkpoint, with the log's records when they follow
         // the engine's last one: the log then starts over in an epoch of its
         // own, past any record a torn or failed append left in the file.
+        create_tables(&db).map_err(std::io::Error::other)?;
         let last = write::last_checkpoint(&db).map_err(std::io::Error::other)?;
         let replayed: &[Vec<u8>] = if epoch == Some(last) { &records } else { &[] };
         let checkpoints = last + 1;
@@ -155,13 +166,12 @@ impl EmbeddedStore {
         wal: Option<(wal::Wal, u64)>,
         checkpoint_every: Duration,
     ) -> Result<Self, StoreError> {
-        // Both tables exist from the start, so a read never meets a missing one.
-        let txn = db.begin_write().map_err(engine)?;
-        txn.open_table(ITEMS).map_err(engine)?;
-        txn.open_table(INDEXES).map_err(engine)?;
-        txn.open_table(META).map_err(engine)?;
-        txn.commit().map_err(engine)?;
-        let published = Arc::new(read::Published::new(read::Snapshot::of(&db)?));
+        create_tables(&db)?;
+        let state = read::Snapshot {
+            engine: read::Engine::of(&db)?,
+            overlay: overlay::Overlay::default(),
+        };
+        let published = Arc::new(read::Published::new(state.clone()));
         let db = Arc::new(db);
         let index_defs = Arc::new(indexes.to_vec());
         let records = Arc::new(RecordCache::default());
@@ -171,6 +181,7 @@ impl EmbeddedStore {
             defs: index_defs.clone(),
             records: records.clone(),
             published: published.clone(),
+            state,
             wal,
             checkpoints: checkpoints.unwrap_or(0),
             checkpoint_every,

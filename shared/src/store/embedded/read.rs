@@ -1,4 +1,4 @@
-//! Reads: each of the published snapshot of the engine, never blocked by the
+//! Reads: each of the published snapshot of the store, never blocked by the
 //! writer.
 
 use std::ops::Bound;
@@ -8,32 +8,55 @@ use redb::{Database, ReadOnlyTable, ReadableDatabase};
 use serde_json::Value;
 
 use super::codec::{after_prefix, encode, escaped, from_bytes, item_key, successor};
+use super::overlay::{self, Overlay, Val};
 use super::{EmbeddedStore, INDEXES, ITEMS, engine};
 use crate::store::*;
 
 type ReadTbl = ReadOnlyTable<&'static [u8], &'static [u8]>;
 
-/// The engine as of one commit, its tables open.
-pub(super) struct Snapshot {
+/// The engine as of its last checkpoint, its tables open.
+pub(super) struct Engine {
     items: ReadTbl,
     indexes: ReadTbl,
 }
 
-impl Snapshot {
-    pub fn of(db: &Database) -> Result<Self, StoreError> {
+impl Engine {
+    pub fn of(db: &Database) -> Result<Arc<Self>, StoreError> {
         let txn = db.begin_read().map_err(engine)?;
-        Ok(Self {
+        Ok(Arc::new(Self {
             items: txn.open_table(ITEMS).map_err(engine)?,
             indexes: txn.open_table(INDEXES).map_err(engine)?,
-        })
+        }))
     }
 }
 
-/// What readers read: the engine as of the last group of writes that is
-/// durable. The writer commits to the engine before that group's log record
-/// is synced, so reading the engine's latest commit could show a write that a
-/// crash then loses; the snapshot moves only once it cannot be lost, and
-/// before any of its writes is answered.
+/// The store as of one group of writes: the engine as of the last checkpoint,
+/// and the writes since ([`overlay`]).
+#[derive(Clone)]
+pub(super) struct Snapshot {
+    pub engine: Arc<Engine>,
+    pub overlay: Overlay,
+}
+
+impl Snapshot {
+    /// The bytes of the item under an engine key.
+    pub fn item_bytes(&self, key: &[u8]) -> Result<Option<Val<'_>>, StoreError> {
+        overlay::lookup(&self.overlay.items, &self.engine.items, key)
+    }
+
+    /// The item under an engine key.
+    pub fn item(&self, key: &[u8]) -> Result<Option<Item>, StoreError> {
+        self.item_bytes(key)?
+            .map(|v| from_bytes(v.bytes()))
+            .transpose()
+    }
+}
+
+/// What readers read: the store as of the last group of writes that is
+/// durable. The writer applies a group before its log record is synced, so
+/// reading its latest state could show a write that a crash then loses; the
+/// snapshot moves only once it cannot be lost, and before any of its writes
+/// is answered.
 pub(super) struct Published(RwLock<Arc<Snapshot>>);
 
 impl Published {
@@ -52,26 +75,22 @@ impl Published {
         let mut current = self.0.write().unwrap_or_else(PoisonError::into_inner);
         let old = std::mem::replace(&mut *current, Arc::new(snapshot));
         drop(current);
-        // The old snapshot's end (its engine read transaction) comes after
-        // the lock is released: readers never wait on it.
+        // The old snapshot's end (its engine read transaction, the overlay's
+        // nodes no later one shares) comes after the lock is released:
+        // readers never wait on it.
         drop(old);
     }
 }
 
 pub(super) fn get(snapshot: &Snapshot, key: &Key) -> Result<Option<Item>, StoreError> {
-    let found = snapshot
-        .items
-        .get(item_key(key).as_slice())
-        .map_err(engine)?;
-    found.map(|v| from_bytes(v.value())).transpose()
+    snapshot.item(&item_key(key))
 }
 
 pub(super) fn batch_get(snapshot: &Snapshot, keys: &[Key]) -> Result<Vec<Item>, StoreError> {
-    let items = &snapshot.items;
     let mut out = Vec::with_capacity(keys.len());
     for key in keys {
-        if let Some(v) = items.get(item_key(key).as_slice()).map_err(engine)? {
-            out.push(from_bytes(v.value())?);
+        if let Some(item) = snapshot.item(&item_key(key))? {
+            out.push(item);
         }
     }
     Ok(out)
@@ -119,17 +138,16 @@ pub(super) fn query(
     index_defs: &[Index],
     query: &Query,
 ) -> Result<(Page, usize), StoreError> {
-    let (items, indexes) = (&snapshot.items, &snapshot.indexes);
     let bad_start = || StoreError::Invalid("bad start key".into());
 
     // The partition as an engine key range, from the start point on.
-    let (table, prefix, start) = match query.index.name {
+    let (index, prefix, start) = match query.index.name {
         None => {
             let start = match &query.start_after {
                 Some(s) => Some(item_key(&Key::of(s).ok_or_else(bad_start)?)),
                 None => None,
             };
-            (items, encode(&[&query.pk]), start)
+            (false, encode(&[&query.pk]), start)
         }
         Some(name) => {
             let position = index_defs
@@ -144,7 +162,7 @@ pub(super) fn query(
                 ),
                 None => None,
             };
-            (indexes, prefix, start)
+            (true, prefix, start)
         }
     };
     // The sort-key range as engine bounds, so the read starts and stops where
@@ -179,12 +197,11 @@ pub(super) fn query(
     if lower_after_upper(&lower, &upper) {
         return Ok((Page::default(), 0));
     }
-    let range = table.range::<&[u8]>((lower, upper)).map_err(engine)?;
-    let entries: Box<dyn Iterator<Item = _>> = if query.forward {
-        Box::new(range)
-    } else {
-        Box::new(range.rev())
+    let (engine_table, overlaid) = match index {
+        false => (&snapshot.engine.items, &snapshot.overlay.items),
+        true => (&snapshot.engine.indexes, &snapshot.overlay.indexes),
     };
+    let entries = overlay::range(overlaid, engine_table, lower, upper, query.forward)?;
 
     let limit = query.limit.unwrap_or(usize::MAX);
     let mut page = Page::default();
@@ -193,12 +210,12 @@ pub(super) fn query(
         if limit == 0 {
             break;
         }
-        let (_, value) = entry.map_err(engine)?;
+        let (_, value) = entry?;
         let item = match query.index.name {
-            None => from_bytes(value.value())?,
+            None => from_bytes(value.bytes())?,
             // An index entry holds its item's key.
-            Some(_) => match items.get(value.value()).map_err(engine)? {
-                Some(v) => from_bytes(v.value())?,
+            Some(_) => match snapshot.item(value.bytes())? {
+                Some(item) => item,
                 None => continue,
             },
         };

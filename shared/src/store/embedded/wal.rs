@@ -76,6 +76,7 @@ impl Batch {
     }
 
     /// Bytes of its record's payload.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.payload().len()
     }

@@ -1,16 +1,17 @@
-//! Writes to the engine: a request's conditions, then its writes, each item
-//! with its index entries, and what the log is to hold of them. The thread
-//! that runs them is [`super::writer`].
+//! Writes: a request's conditions, then its writes, each item with its index
+//! entries, applied to the overlay ([`super::overlay`]), and what the log is
+//! to hold of them; and the checkpoint that moves the overlay into the
+//! engine. The thread that runs them is [`super::writer`].
 
-use redb::{Database, Durability, ReadableTable, Table};
+use redb::{Database, Durability};
 use serde_json::Value;
 
 use super::codec::{self, from_bytes, item_key, to_bytes, write_units};
+use super::overlay::Overlay;
+use super::read::{Engine, Snapshot};
 use super::wal::{self, Batch};
 use super::{EmbeddedStore, INDEXES, ITEMS, META, engine};
 use crate::store::*;
-
-pub(super) type Tbl<'t> = Table<'t, &'static [u8], &'static [u8]>;
 
 /// The engine's record of its last checkpoint (see [`wal`]).
 const CHECKPOINT: &str = "checkpoint";
@@ -31,14 +32,35 @@ pub(super) fn last_checkpoint(db: &Database) -> Result<u64, StoreError> {
 }
 
 /// Makes `txn` checkpoint `number`: durable, and recording its number.
-pub(super) fn mark_checkpoint(
-    txn: &mut redb::WriteTransaction,
-    number: u64,
-) -> Result<(), StoreError> {
+fn mark_checkpoint(txn: &mut redb::WriteTransaction, number: u64) -> Result<(), StoreError> {
     txn.set_durability(Durability::Immediate).map_err(engine)?;
     let mut meta = txn.open_table(META).map_err(engine)?;
     meta.insert(CHECKPOINT, number).map_err(engine)?;
     Ok(())
+}
+
+/// Checkpoint `number`: the overlay's writes into the engine, in one durable
+/// commit that records its number.
+pub(super) fn checkpoint(db: &Database, overlay: &Overlay, number: u64) -> Result<(), StoreError> {
+    let mut txn = db.begin_write().map_err(engine)?;
+    mark_checkpoint(&mut txn, number)?;
+    {
+        let mut items = txn.open_table(ITEMS).map_err(engine)?;
+        let mut indexes = txn.open_table(INDEXES).map_err(engine)?;
+        // In key order: each write lands next to the last one.
+        for (table, entries) in [
+            (&mut items, &overlay.items),
+            (&mut indexes, &overlay.indexes),
+        ] {
+            for (key, value) in entries {
+                match value {
+                    Some(bytes) => drop(table.insert(&key[..], &bytes[..]).map_err(engine)?),
+                    None => drop(table.remove(&key[..]).map_err(engine)?),
+                }
+            }
+        }
+    }
+    txn.commit().map_err(engine)
 }
 
 /// Applies the log's records (oldest first) in one commit that is
@@ -49,36 +71,28 @@ pub(super) fn replay(
     records: &[Vec<u8>],
     number: u64,
 ) -> Result<(), StoreError> {
-    let mut txn = db.begin_write().map_err(engine)?;
-    mark_checkpoint(&mut txn, number)?;
-    {
-        let mut items = txn.open_table(ITEMS).map_err(engine)?;
-        let mut indexes = txn.open_table(INDEXES).map_err(engine)?;
-        for record in records {
-            let effects = wal::effects(record).ok_or_else(|| {
-                StoreError::Other("an unreadable record in the store's log".into())
-            })?;
-            for (key, value) in effects {
-                match value {
-                    Some(bytes) => {
-                        let item = from_bytes(bytes)?;
-                        put_bytes(&mut items, &mut indexes, defs, key, bytes, &item)?
-                    }
-                    None => delete_bytes(&mut items, &mut indexes, defs, key, &mut Batch::off())?,
-                };
-            }
+    let mut state = Snapshot {
+        engine: Engine::of(db)?,
+        overlay: Overlay::default(),
+    };
+    for record in records {
+        let effects = wal::effects(record)
+            .ok_or_else(|| StoreError::Other("an unreadable record in the store's log".into()))?;
+        for (key, value) in effects {
+            match value {
+                Some(bytes) => {
+                    let item = from_bytes(bytes)?;
+                    put_bytes(&mut state, defs, key, bytes, &item)?
+                }
+                None => delete_bytes(&mut state, defs, key, &mut Batch::off())?,
+            };
         }
     }
-    txn.commit().map_err(engine)
+    checkpoint(db, &state.overlay, number)
 }
 
-fn read(items: &Tbl<'_>, key: &Key) -> Result<Option<Item>, StoreError> {
-    let found = items.get(item_key(key).as_slice()).map_err(engine)?;
-    found.map(|v| from_bytes(v.value())).transpose()
-}
-
-fn holds(items: &Tbl<'_>, key: &Key, condition: Condition) -> Result<bool, StoreError> {
-    let item = read(items, key)?;
+fn holds(state: &Snapshot, key: &Key, condition: Condition) -> Result<bool, StoreError> {
+    let item = state.item(&item_key(key))?;
     Ok(match condition {
         Condition::Exists => item.is_some(),
         Condition::NotExists => item.is_none(),
@@ -92,8 +106,7 @@ fn holds(items: &Tbl<'_>, key: &Key, condition: Condition) -> Result<bool, Store
 /// error is the engine's (the whole group fails); the inner one is this
 /// request's failed condition (it wrote nothing).
 pub(super) fn apply(
-    items: &mut Tbl<'_>,
-    indexes: &mut Tbl<'_>,
+    state: &mut Snapshot,
     defs: &[Index],
     writes: &[Write],
     log: &mut Batch,
@@ -102,14 +115,14 @@ pub(super) fn apply(
         let ok = match w {
             Write::Put { item, condition } => match (condition, Key::of(item)) {
                 (None, _) => true,
-                (Some(c), Some(k)) => holds(items, &k, *c)?,
+                (Some(c), Some(k)) => holds(state, &k, *c)?,
                 (Some(_), None) => false,
             },
             Write::Delete { key, condition } => match condition {
                 None => true,
-                Some(c) => holds(items, key, *c)?,
+                Some(c) => holds(state, key, *c)?,
             },
-            Write::Check { key, condition } => holds(items, key, *condition)?,
+            Write::Check { key, condition } => holds(state, key, *condition)?,
             Write::Add { .. } => true,
         };
         if !ok {
@@ -119,9 +132,9 @@ pub(super) fn apply(
     let mut units = 0.0;
     for w in writes {
         units += match w {
-            Write::Put { item, .. } => put(items, indexes, defs, item.clone(), log)?,
+            Write::Put { item, .. } => put(state, defs, item.clone(), log)?,
             Write::Delete { key, .. } => {
-                delete(items, indexes, defs, key, log)?;
+                delete(state, defs, key, log)?;
                 1.0
             }
             Write::Check { .. } => 1.0,
@@ -130,7 +143,7 @@ pub(super) fn apply(
                 attribute,
                 delta,
             } => {
-                let mut item = read(items, key)?.unwrap_or_else(|| {
+                let mut item = state.item(&item_key(key))?.unwrap_or_else(|| {
                     let mut i = Item::new();
                     i.insert(PK.into(), key.pk.clone().into());
                     i.insert(SK.into(), key.sk.clone().into());
@@ -138,7 +151,7 @@ pub(super) fn apply(
                 });
                 let current = item.get(*attribute).and_then(Value::as_i64).unwrap_or(0);
                 item.insert((*attribute).into(), current.saturating_add(*delta).into());
-                put(items, indexes, defs, item, log)?
+                put(state, defs, item, log)?
             }
         };
     }
@@ -148,8 +161,7 @@ pub(super) fn apply(
 /// Puts an item over any item of its key, moving its index entries; answers
 /// its write units.
 pub(super) fn put(
-    items: &mut Tbl<'_>,
-    indexes: &mut Tbl<'_>,
+    state: &mut Snapshot,
     defs: &[Index],
     mut item: Item,
     log: &mut Batch,
@@ -160,62 +172,61 @@ pub(super) fn put(
     item.values_mut().for_each(codec::as_dynamodb_number);
     let engine_key = item_key(&key);
     let bytes = to_bytes(&item)?;
-    put_bytes(items, indexes, defs, &engine_key, &bytes, &item)?;
+    put_bytes(state, defs, &engine_key, &bytes, &item)?;
     log.put(&engine_key, &bytes);
     Ok(write_units(item_size(&item)))
 }
 
 /// Puts `item`, encoded as `bytes`, under its engine key.
 fn put_bytes(
-    items: &mut Tbl<'_>,
-    indexes: &mut Tbl<'_>,
+    state: &mut Snapshot,
     defs: &[Index],
     engine_key: &[u8],
     bytes: &[u8],
     item: &Item,
 ) -> Result<(), StoreError> {
-    let old = items
-        .insert(engine_key, bytes)
-        .map_err(engine)?
-        .map(|v| from_bytes(v.value()))
-        .transpose()?;
-    move_entries(indexes, defs, old.as_ref(), Some(item), engine_key)
+    let old = state.item(engine_key)?;
+    state.overlay.set(false, engine_key, Some(bytes));
+    move_entries(
+        &mut state.overlay,
+        defs,
+        old.as_ref(),
+        Some(item),
+        engine_key,
+    );
+    Ok(())
 }
 
 pub(super) fn delete(
-    items: &mut Tbl<'_>,
-    indexes: &mut Tbl<'_>,
+    state: &mut Snapshot,
     defs: &[Index],
     key: &Key,
     log: &mut Batch,
 ) -> Result<(), StoreError> {
-    delete_bytes(items, indexes, defs, &item_key(key), log)
+    delete_bytes(state, defs, &item_key(key), log)
 }
 
 fn delete_bytes(
-    items: &mut Tbl<'_>,
-    indexes: &mut Tbl<'_>,
+    state: &mut Snapshot,
     defs: &[Index],
     engine_key: &[u8],
     log: &mut Batch,
 ) -> Result<(), StoreError> {
-    let old = items
-        .remove(engine_key)
-        .map_err(engine)?
-        .map(|v| from_bytes(v.value()))
-        .transpose()?;
+    let old = state.item(engine_key)?;
+    state.overlay.set(false, engine_key, None);
     log.delete(engine_key);
-    move_entries(indexes, defs, old.as_ref(), None, engine_key)
+    move_entries(&mut state.overlay, defs, old.as_ref(), None, engine_key);
+    Ok(())
 }
 
 /// Replaces the index entries of `old` by those of `new`.
 fn move_entries(
-    indexes: &mut Tbl<'_>,
+    overlay: &mut Overlay,
     defs: &[Index],
     old: Option<&Item>,
     new: Option<&Item>,
     engine_key: &[u8],
-) -> Result<(), StoreError> {
+) {
     for (position, def) in defs.iter().enumerate() {
         let before = old.and_then(|i| EmbeddedStore::index_key(position, def, i));
         let after = new.and_then(|i| EmbeddedStore::index_key(position, def, i));
@@ -223,11 +234,10 @@ fn move_entries(
             continue;
         }
         if let Some(k) = before {
-            indexes.remove(k.as_slice()).map_err(engine)?;
+            overlay.set(true, &k, None);
         }
         if let Some(k) = after {
-            indexes.insert(k.as_slice(), engine_key).map_err(engine)?;
+            overlay.set(true, &k, Some(engine_key));
         }
     }
-    Ok(())
 }

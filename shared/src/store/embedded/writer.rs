@@ -1,9 +1,11 @@
 //! The writer: group commit, in two stages.
 //!
 //! The *writer thread* takes every request that is waiting, checks and applies
-//! each inside one engine transaction (a request whose condition fails applies
-//! nothing and answers its failure), and commits it, non-durably: a commit no
-//! reader sees yet ([`Published`]). It goes straight on to the next group.
+//! each to the overlay, the writes not yet in the engine's file
+//! ([`super::overlay`]; a request whose condition fails applies nothing and
+//! answers its failure), and hands on the group with a view of the store as of
+//! it, which no reader sees yet ([`Published`]). It goes straight on to the
+//! next group.
 //!
 //! With a folder, the *log thread* meanwhile appends the records of every
 //! group committed since its last `fdatasync` ([`wal`]), syncs them once,
@@ -12,10 +14,11 @@
 //! acknowledges the writes of several groups. In memory there is no log: the
 //! writer thread publishes and answers each group itself.
 //!
-//! A checkpoint (a durable commit of the engine, numbered) comes a second
-//! after the first commit that is not yet in the engine's file (with the next
-//! group, or on its own when writes go quiet), and once the log holds 4 MB;
-//! the log then starts over. A close is a last checkpoint.
+//! A checkpoint (the overlay written into the engine in one durable commit,
+//! numbered) comes a second after the first group that is not yet in the
+//! engine's file (with the next group, or on its own when writes go quiet),
+//! and once the overlay holds 4 MB; the overlay starts empty and the log
+//! starts over. A close is a last checkpoint.
 //!
 //! A failed append stops the store's writes: what the engine holds past the
 //! last published snapshot may not be durable, so nothing may build on it.
@@ -28,24 +31,23 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self as sync_mpsc, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use redb::{Database, Durability};
+use redb::Database;
 use tokio::sync::oneshot;
 
-use super::read::{Published, Snapshot};
+use super::overlay::Overlay;
+use super::read::{Engine, Published, Snapshot};
 use super::wal::{Batch, Wal};
-use super::write::{apply, mark_checkpoint};
-use super::{INDEXES, ITEMS, engine};
+use super::write::{apply, checkpoint};
 use crate::store::cache::RecordCache;
 use crate::store::*;
 
 /// Requests one commit takes at most.
 const MAX_GROUP: usize = 256;
-/// A checkpoint comes this long after the first commit not yet in the
-/// engine's file, so the pages the engine keeps for its non-durable commits
-/// stay few and freed pages are reused (the engine reuses a page only once no
-/// durable commit needs it)...
+/// A checkpoint comes this long after the first group not yet in the
+/// engine's file, which bounds a replay after a crash...
 pub const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
-/// ...and once the log holds this much, which bounds a replay after a crash.
+/// ...and once the overlay holds this much (about what the log holds): the
+/// memory it takes, and the time a checkpoint holds up the writer.
 const CHECKPOINT_BYTES: u64 = 4 << 20;
 
 pub(super) struct Request {
@@ -63,9 +65,9 @@ struct Committed {
     answers: Vec<Result<f64, StoreError>>,
     keys: Vec<Key>,
     /// Its records, one per request (so a record stays under a request's
-    /// 100 items of 400 KB); off when its commit was a checkpoint (or in memory).
+    /// 100 items of 400 KB); off when it went into a checkpoint (or in memory).
     log: Vec<Batch>,
-    /// The checkpoint's number, when its commit was one.
+    /// The checkpoint's number, when it went into one.
     checkpoint: Option<u64>,
     snapshot: Snapshot,
 }
@@ -86,9 +88,9 @@ struct Writer {
     to_log: Option<sync_mpsc::Sender<Committed>>,
     checkpoints: u64,
     checkpoint_every: Duration,
-    /// Log bytes handed on since the last checkpoint.
-    logged: u64,
-    /// When the first commit since the last checkpoint was made: what is
+    /// The store as of the last group: what conditions are checked against.
+    state: Snapshot,
+    /// When the first group since the last checkpoint was made: what is
     /// not yet in the engine's file is at most `checkpoint_every` old.
     pending_since: Option<Instant>,
 }
@@ -98,6 +100,8 @@ pub(super) struct Config {
     pub defs: Arc<Vec<Index>>,
     pub records: Arc<RecordCache>,
     pub published: Arc<Published>,
+    /// The store as published at the start.
+    pub state: Snapshot,
     /// The log, started over after checkpoint `checkpoints`; none in memory.
     pub wal: Option<Wal>,
     pub checkpoints: u64,
@@ -129,7 +133,7 @@ pub(super) fn spawn(config: Config) -> (sync_mpsc::Sender<Request>, std::thread:
         to_log,
         checkpoints: config.checkpoints,
         checkpoint_every: config.checkpoint_every,
-        logged: 0,
+        state: config.state,
         pending_since: None,
     };
     let (tx, rx) = sync_mpsc::channel::<Request>();
@@ -226,43 +230,37 @@ impl Writer {
         Some(self.checkpoint_every.saturating_sub(since.elapsed()))
     }
 
-    /// Applies and commits a group; its replies are the caller's to add.
+    /// Applies a group, and makes the checkpoint when one is due; its
+    /// replies are the caller's to add.
     fn commit_group(&mut self, group: &[Vec<Write>]) -> Result<Committed, StoreError> {
-        let due = self.checkpoint_in() == Some(Duration::ZERO) || self.logged >= CHECKPOINT_BYTES;
+        let due = self.checkpoint_in() == Some(Duration::ZERO)
+            || self.state.overlay.bytes >= CHECKPOINT_BYTES;
         let checkpoint = due.then_some(self.checkpoints + 1);
-        let mut txn = self.db.begin_write().map_err(engine)?;
-        match checkpoint {
-            Some(number) => mark_checkpoint(&mut txn, number)?,
-            None => txn.set_durability(Durability::None).map_err(engine)?,
-        }
-        // A checkpoint's commit is durable by itself: its group needs no record.
+        // A checkpoint holds its group: the group needs no record.
         let logging = self.to_log.is_some() && checkpoint.is_none();
+        // An engine failure applies none of the group.
+        let before = self.state.overlay.clone();
         let mut log = Vec::with_capacity(group.len());
         let mut answers = Vec::with_capacity(group.len());
-        {
-            let mut items = txn.open_table(ITEMS).map_err(engine)?;
-            let mut indexes = txn.open_table(INDEXES).map_err(engine)?;
-            for writes in group {
-                let mut record = if logging { Batch::on() } else { Batch::off() };
-                let answer = apply(&mut items, &mut indexes, &self.defs, writes, &mut record)?;
-                answers.push(answer);
-                log.push(record);
+        for writes in group {
+            let mut record = if logging { Batch::on() } else { Batch::off() };
+            match apply(&mut self.state, &self.defs, writes, &mut record) {
+                Ok(answer) => answers.push(answer),
+                Err(e) => {
+                    self.state.overlay = before;
+                    return Err(e);
+                }
             }
+            log.push(record);
         }
-        txn.commit().map_err(engine)?;
-        // Committed: from here a failure would leave in the engine what no
-        // answer admits, so it stops the writes.
-        let snapshot = Snapshot::of(&self.db).inspect_err(|_| {
-            self.shared.stopped.store(true, Ordering::Release);
-        })?;
         match checkpoint {
             Some(number) => {
-                self.checkpoints = number;
-                self.logged = 0;
-                self.pending_since = None;
+                if let Err(e) = self.checkpoint_commit(number) {
+                    self.state.overlay = before;
+                    return Err(e);
+                }
             }
             None => {
-                self.logged += log.iter().map(|b| b.len() as u64).sum::<u64>();
                 self.pending_since.get_or_insert_with(Instant::now);
             }
         }
@@ -272,15 +270,26 @@ impl Writer {
             keys: group.iter().flatten().filter_map(Write::key).collect(),
             log,
             checkpoint,
-            snapshot,
+            snapshot: self.state.clone(),
         })
     }
 
-    /// A durable commit of nothing but the checkpoint's number.
+    /// Checkpoint `number`: the overlay into the engine, durably; the
+    /// overlay then starts empty.
     fn checkpoint_commit(&mut self, number: u64) -> Result<(), StoreError> {
-        let mut txn = self.db.begin_write().map_err(engine)?;
-        mark_checkpoint(&mut txn, number)?;
-        txn.commit().map_err(engine)
+        checkpoint(&self.db, &self.state.overlay, number)?;
+        // Committed: from here a failure would leave in the engine what no
+        // answer admits, so it stops the writes.
+        let engine = Engine::of(&self.db).inspect_err(|_| {
+            self.shared.stopped.store(true, Ordering::Release);
+        })?;
+        self.state = Snapshot {
+            engine,
+            overlay: Overlay::default(),
+        };
+        self.checkpoints = number;
+        self.pending_since = None;
+        Ok(())
     }
 }
 

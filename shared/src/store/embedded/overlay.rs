@@ -1,0 +1,161 @@
+//! The writes since the last checkpoint, in memory: what the engine's file
+//! does not hold yet.
+//!
+//! The writer applies a request to the overlay, not to the engine: a few
+//! inserts into an in-memory B-tree instead of an engine transaction whose
+//! commit writes its pages. A checkpoint writes the whole overlay into the
+//! engine in one durable commit, in key order, each key once however often it
+//! was written (a list's counter moves with every create), and the overlay
+//! starts empty again. Until then the log ([`super::wal`]) is what makes its
+//! writes durable.
+//!
+//! It is a persistent map ([`imbl::OrdMap`]): a copy shares every node with
+//! its original, and a write copies only the nodes on its path. So each group
+//! of writes hands readers a view of its own, in O(1), while the writer goes
+//! on ([`super::read::Published`]).
+
+use std::cmp::Ordering;
+use std::iter::Peekable;
+use std::ops::Bound;
+use std::sync::Arc;
+
+use imbl::OrdMap;
+use redb::{AccessGuard, ReadOnlyTable, StorageError};
+
+use super::engine;
+use crate::store::StoreError;
+
+pub(super) type Bytes = Arc<[u8]>;
+type Entries = OrdMap<Bytes, Option<Bytes>>;
+type EngineTable = ReadOnlyTable<&'static [u8], &'static [u8]>;
+
+/// Engine keys and what they now hold: bytes, or `None` once deleted (which
+/// hides what the engine holds under the key).
+#[derive(Clone, Default)]
+pub(super) struct Overlay {
+    /// Items by their engine key.
+    pub items: Entries,
+    /// Secondary-index entries: their item's engine key.
+    pub indexes: Entries,
+    /// Bytes written into it, keys and values (what a checkpoint is due at).
+    pub bytes: u64,
+}
+
+impl Overlay {
+    pub fn set(&mut self, index: bool, key: &[u8], value: Option<&[u8]>) {
+        self.bytes += (key.len() + value.map_or(0, <[u8]>::len)) as u64;
+        let entries = if index {
+            &mut self.indexes
+        } else {
+            &mut self.items
+        };
+        entries.insert(Arc::from(key), value.map(Arc::from));
+    }
+}
+
+/// Bytes read from the engine, or from the overlay.
+pub(super) enum Val<'a> {
+    Engine(AccessGuard<'a, &'static [u8]>),
+    Mem(&'a [u8]),
+}
+
+impl Val<'_> {
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            Val::Engine(guard) => guard.value(),
+            Val::Mem(bytes) => bytes,
+        }
+    }
+}
+
+/// What `key` holds: the overlay's say first, then the engine's.
+pub(super) fn lookup<'a>(
+    overlay: &'a Entries,
+    table: &'a EngineTable,
+    key: &[u8],
+) -> Result<Option<Val<'a>>, StoreError> {
+    match overlay.get(key) {
+        Some(value) => Ok(value.as_deref().map(Val::Mem)),
+        None => Ok(table.get(key).map_err(engine)?.map(Val::Engine)),
+    }
+}
+
+type EngineEntry<'a> = Result<
+    (
+        AccessGuard<'a, &'static [u8]>,
+        AccessGuard<'a, &'static [u8]>,
+    ),
+    StorageError,
+>;
+type Entry<'a> = Result<(Val<'a>, Val<'a>), StoreError>;
+
+/// The entries of a key range, in order (or in reverse), the overlay's over
+/// the engine's: the two ranges merged, a key in both taken from the overlay,
+/// a deleted one skipped.
+pub(super) fn range<'a>(
+    overlay: &'a Entries,
+    table: &'a EngineTable,
+    lower: Bound<&[u8]>,
+    upper: Bound<&[u8]>,
+    forward: bool,
+) -> Result<impl Iterator<Item = Entry<'a>> + 'a, StoreError> {
+    let from_engine = table.range::<&[u8]>((lower, upper)).map_err(engine)?;
+    let from_memory = overlay.range::<_, [u8]>((lower, upper));
+    let (engine_side, memory_side): (
+        Box<dyn Iterator<Item = EngineEntry<'a>> + 'a>,
+        Box<dyn Iterator<Item = (&'a Bytes, &'a Option<Bytes>)> + 'a>,
+    ) = if forward {
+        (Box::new(from_engine), Box::new(from_memory))
+    } else {
+        (Box::new(from_engine.rev()), Box::new(from_memory.rev()))
+    };
+    Ok(Merged {
+        engine: engine_side.peekable(),
+        memory: memory_side.peekable(),
+        forward,
+    })
+}
+
+struct Merged<E: Iterator, M: Iterator> {
+    engine: Peekable<E>,
+    memory: Peekable<M>,
+    forward: bool,
+}
+
+impl<'a, E, M> Iterator for Merged<E, M>
+where
+    E: Iterator<Item = EngineEntry<'a>>,
+    M: Iterator<Item = (&'a Bytes, &'a Option<Bytes>)>,
+{
+    type Item = Entry<'a>;
+
+    fn next(&mut self) -> Option<Entry<'a>> {
+        loop {
+            // Which comes first: the engine's next key or the overlay's.
+            let first = match (self.engine.peek(), self.memory.peek()) {
+                (None, None) => return None,
+                (Some(Err(_)), _) | (Some(_), None) => Ordering::Less,
+                (None, Some(_)) => Ordering::Greater,
+                (Some(Ok((key, _))), Some((overlaid, _))) => {
+                    let order = key.value().cmp(overlaid);
+                    if self.forward { order } else { order.reverse() }
+                }
+            };
+            match first {
+                Ordering::Less => {
+                    let entry = self.engine.next()?;
+                    return Some(match entry {
+                        Ok((k, v)) => Ok((Val::Engine(k), Val::Engine(v))),
+                        Err(e) => Err(engine(e)),
+                    });
+                }
+                // The overlay holds the key's newer value.
+                Ordering::Equal => drop(self.engine.next()),
+                Ordering::Greater => {}
+            }
+            if let (key, Some(value)) = self.memory.next()? {
+                return Some(Ok((Val::Mem(key), Val::Mem(value))));
+            }
+        }
+    }
+}
