@@ -398,10 +398,8 @@ async fn acknowledged_writes_are_in_the_log_and_replayed_after_a_crash() {
         condition: Some(Condition::NotExists),
     };
     assert!(s.write(vec![refused]).await.is_err());
-    for file in [
-        shared::store::embedded::DATA_FILE,
-        shared::store::embedded::WAL_FILE,
-    ] {
+    let [log, other_log] = shared::store::embedded::WAL_FILES;
+    for file in [shared::store::embedded::DATA_FILE, log, other_log] {
         std::fs::copy(live.0.join(file), image.0.join(file)).unwrap();
     }
     std::fs::copy(

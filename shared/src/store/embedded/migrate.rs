@@ -12,7 +12,6 @@ use std::path::Path;
 use redb::Database;
 use serde_json::Value;
 
-use super::overlay::Overlay;
 use super::read::{Engine, Snapshot};
 use super::wal::Batch;
 use super::write::{checkpoint, delete, put};
@@ -56,10 +55,7 @@ fn replay(log: &Path, into: &Path, defs: &[Index]) -> Result<usize, StoreError> 
     txn.commit().map_err(engine)?;
     let mut count = 0;
     while lines.peek().is_some() {
-        let mut state = Snapshot {
-            engine: Engine::of(&db)?,
-            overlay: Overlay::default(),
-        };
+        let mut state = Snapshot::of_engine(Engine::of(&db)?);
         for (n, line) in lines.by_ref().take(LINES_PER_COMMIT) {
             let line = line.map_err(|e| StoreError::Other(e.to_string()))?;
             count += 1;

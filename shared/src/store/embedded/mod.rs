@@ -24,12 +24,15 @@
 //! `--in-memory` is the same engine on its in-memory backend: one code path.
 //! A folder of the earlier format (`crm-store.jsonl`) is migrated once on open.
 
+#[cfg(test)]
+mod checkpoint_tests;
 mod codec;
 #[cfg(test)]
 mod log_failure_tests;
 mod migrate;
 mod overlay;
 pub mod partitions;
+mod publish;
 mod read;
 mod wal;
 mod write;
@@ -48,7 +51,7 @@ use tokio::sync::oneshot;
 
 #[cfg(test)]
 pub(crate) use codec::as_dynamodb_number;
-pub use wal::WAL_FILE;
+pub use wal::WAL_FILES;
 
 use crate::store::cache::RecordCache;
 use crate::store::*;
@@ -69,7 +72,7 @@ const CACHE_BYTES: usize = 64 * 1024 * 1024;
 pub struct EmbeddedStore {
     /// What readers read ([`read::Published`]).
     published: Arc<read::Published>,
-    writer: Option<sync_mpsc::Sender<writer::Request>>,
+    writer: Option<sync_mpsc::Sender<writer::Msg>>,
     writer_thread: Option<std::thread::JoinHandle<()>>,
     index_defs: Arc<Vec<Index>>,
     metrics: Arc<Metrics>,
@@ -135,19 +138,21 @@ impl EmbeddedStore {
             .set_cache_size(CACHE_BYTES)
             .create(dir.join(DATA_FILE))
             .map_err(std::io::Error::other)?;
-        let wal::Opened {
-            mut wal,
-            epoch,
-            records,
-        } = wal::Wal::open(dir)?;
-        // Every open is a checkpoint, with the log's records when they follow
-        // the engine's last one: the log then starts over in an epoch of its
-        // own, past any record a torn or failed append left in the file.
+        let wal::Opened { mut wal, epochs } = wal::Wal::open(dir)?;
+        // Every open is a checkpoint, with the log's records that the engine
+        // lacks (those of its last checkpoint's epoch and after): the log
+        // then starts over in an epoch of its own, past any record a torn or
+        // failed append left in its files.
         create_tables(&db).map_err(std::io::Error::other)?;
         let last = write::last_checkpoint(&db).map_err(std::io::Error::other)?;
-        let replayed: &[Vec<u8>] = if epoch == Some(last) { &records } else { &[] };
-        let checkpoints = last + 1;
-        write::replay(&db, indexes, replayed, checkpoints).map_err(std::io::Error::other)?;
+        let newest = epochs.iter().map(|(epoch, _)| *epoch).max().unwrap_or(0);
+        let replayed: Vec<Vec<u8>> = epochs
+            .into_iter()
+            .filter(|(epoch, _)| *epoch >= last)
+            .flat_map(|(_, records)| records)
+            .collect();
+        let checkpoints = last.max(newest) + 1;
+        write::replay(&db, indexes, &replayed, checkpoints).map_err(std::io::Error::other)?;
         if !replayed.is_empty() {
             tracing::info!(
                 records = replayed.len(),
@@ -167,10 +172,7 @@ impl EmbeddedStore {
         checkpoint_every: Duration,
     ) -> Result<Self, StoreError> {
         create_tables(&db)?;
-        let state = read::Snapshot {
-            engine: read::Engine::of(&db)?,
-            overlay: overlay::Overlay::default(),
-        };
+        let state = read::Snapshot::of_engine(read::Engine::of(&db)?);
         let published = Arc::new(read::Published::new(state.clone()));
         let db = Arc::new(db);
         let index_defs = Arc::new(indexes.to_vec());
@@ -241,7 +243,9 @@ impl EmbeddedStore {
 /// folder can be opened again at once.
 impl Drop for EmbeddedStore {
     fn drop(&mut self) {
-        drop(self.writer.take());
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.send(writer::Msg::Close);
+        }
         if let Some(thread) = self.writer_thread.take() {
             let _ = thread.join();
         }
@@ -323,7 +327,7 @@ impl Store for EmbeddedStore {
         self.writer
             .as_ref()
             .ok_or_else(|| StoreError::Unavailable("the embedded store is closed".into()))?
-            .send(writer::Request { writes, reply })
+            .send(writer::Msg::Write(writer::Request { writes, reply }))
             .map_err(|_| StoreError::Unavailable("the embedded store's writer stopped".into()))?;
         let units = answer
             .await

@@ -20,13 +20,13 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use imbl::OrdMap;
-use redb::{AccessGuard, ReadOnlyTable, StorageError};
+use redb::{AccessGuard, ReadOnlyTable};
 
 use super::engine;
 use crate::store::StoreError;
 
 pub(super) type Bytes = Arc<[u8]>;
-type Entries = OrdMap<Bytes, Option<Bytes>>;
+type Map = OrdMap<Bytes, Option<Bytes>>;
 type EngineTable = ReadOnlyTable<&'static [u8], &'static [u8]>;
 
 /// Engine keys and what they now hold: bytes, or `None` once deleted (which
@@ -34,9 +34,9 @@ type EngineTable = ReadOnlyTable<&'static [u8], &'static [u8]>;
 #[derive(Clone, Default)]
 pub(super) struct Overlay {
     /// Items by their engine key.
-    pub items: Entries,
+    pub items: Map,
     /// Secondary-index entries: their item's engine key.
-    pub indexes: Entries,
+    pub indexes: Map,
     /// Bytes written into it, keys and values (what a checkpoint is due at).
     pub bytes: u64,
 }
@@ -68,92 +68,92 @@ impl Val<'_> {
     }
 }
 
-/// What `key` holds: the overlay's say first, then the engine's.
+/// What `key` holds: the overlays' say first (newest first), then the engine's.
 pub(super) fn lookup<'a>(
-    overlay: &'a Entries,
+    overlays: [&'a Map; 2],
     table: &'a EngineTable,
     key: &[u8],
 ) -> Result<Option<Val<'a>>, StoreError> {
-    match overlay.get(key) {
-        Some(value) => Ok(value.as_deref().map(Val::Mem)),
-        None => Ok(table.get(key).map_err(engine)?.map(Val::Engine)),
+    for overlay in overlays {
+        if let Some(value) = overlay.get(key) {
+            return Ok(value.as_deref().map(Val::Mem));
+        }
     }
+    Ok(table.get(key).map_err(engine)?.map(Val::Engine))
 }
 
-type EngineEntry<'a> = Result<
-    (
-        AccessGuard<'a, &'static [u8]>,
-        AccessGuard<'a, &'static [u8]>,
-    ),
-    StorageError,
->;
 type Entry<'a> = Result<(Val<'a>, Val<'a>), StoreError>;
+type Entries<'a> = Box<dyn Iterator<Item = Entry<'a>> + 'a>;
 
-/// The entries of a key range, in order (or in reverse), the overlay's over
-/// the engine's: the two ranges merged, a key in both taken from the overlay,
-/// a deleted one skipped.
+/// The entries of a key range, in order (or in reverse), of the overlays
+/// (newest first) over the engine's: the ranges merged, a key in several
+/// taken from the newest, a deleted one skipped.
 pub(super) fn range<'a>(
-    overlay: &'a Entries,
+    overlays: [&'a Map; 2],
     table: &'a EngineTable,
     lower: Bound<&[u8]>,
     upper: Bound<&[u8]>,
     forward: bool,
-) -> Result<impl Iterator<Item = Entry<'a>> + 'a, StoreError> {
+) -> Result<Entries<'a>, StoreError> {
     let from_engine = table.range::<&[u8]>((lower, upper)).map_err(engine)?;
-    let from_memory = overlay.range::<_, [u8]>((lower, upper));
-    let (engine_side, memory_side): (
-        Box<dyn Iterator<Item = EngineEntry<'a>> + 'a>,
-        Box<dyn Iterator<Item = (&'a Bytes, &'a Option<Bytes>)> + 'a>,
-    ) = if forward {
-        (Box::new(from_engine), Box::new(from_memory))
+    let from_engine = from_engine.map(|entry| match entry {
+        Ok((k, v)) => Ok((Val::Engine(k), Val::Engine(v))),
+        Err(e) => Err(engine(e)),
+    });
+    let mut merged: Entries<'a> = if forward {
+        Box::new(from_engine)
     } else {
-        (Box::new(from_engine.rev()), Box::new(from_memory.rev()))
+        Box::new(from_engine.rev())
     };
-    Ok(Merged {
-        engine: engine_side.peekable(),
-        memory: memory_side.peekable(),
-        forward,
-    })
+    for overlay in overlays.into_iter().rev() {
+        let from_memory = overlay.range::<_, [u8]>((lower, upper));
+        let newer: Box<dyn Iterator<Item = _>> = if forward {
+            Box::new(from_memory)
+        } else {
+            Box::new(from_memory.rev())
+        };
+        merged = Box::new(Merged {
+            older: merged.peekable(),
+            newer: newer.peekable(),
+            forward,
+        });
+    }
+    Ok(merged)
 }
 
-struct Merged<E: Iterator, M: Iterator> {
-    engine: Peekable<E>,
-    memory: Peekable<M>,
+/// Two sorted ranges merged, the newer's entry winning a key in both.
+struct Merged<O: Iterator, N: Iterator> {
+    older: Peekable<O>,
+    newer: Peekable<N>,
     forward: bool,
 }
 
-impl<'a, E, M> Iterator for Merged<E, M>
+impl<'a, O, N> Iterator for Merged<O, N>
 where
-    E: Iterator<Item = EngineEntry<'a>>,
-    M: Iterator<Item = (&'a Bytes, &'a Option<Bytes>)>,
+    O: Iterator<Item = Entry<'a>>,
+    N: Iterator<Item = (&'a Bytes, &'a Option<Bytes>)>,
 {
     type Item = Entry<'a>;
 
     fn next(&mut self) -> Option<Entry<'a>> {
         loop {
-            // Which comes first: the engine's next key or the overlay's.
-            let first = match (self.engine.peek(), self.memory.peek()) {
+            // Which comes first: the older side's next key or the newer's.
+            let first = match (self.older.peek(), self.newer.peek()) {
                 (None, None) => return None,
                 (Some(Err(_)), _) | (Some(_), None) => Ordering::Less,
                 (None, Some(_)) => Ordering::Greater,
-                (Some(Ok((key, _))), Some((overlaid, _))) => {
-                    let order = key.value().cmp(overlaid);
+                (Some(Ok((key, _))), Some((newer, _))) => {
+                    let order = key.bytes().cmp(newer);
                     if self.forward { order } else { order.reverse() }
                 }
             };
             match first {
-                Ordering::Less => {
-                    let entry = self.engine.next()?;
-                    return Some(match entry {
-                        Ok((k, v)) => Ok((Val::Engine(k), Val::Engine(v))),
-                        Err(e) => Err(engine(e)),
-                    });
-                }
-                // The overlay holds the key's newer value.
-                Ordering::Equal => drop(self.engine.next()),
+                Ordering::Less => return self.older.next(),
+                // The newer side holds the key's newer value.
+                Ordering::Equal => drop(self.older.next()),
                 Ordering::Greater => {}
             }
-            if let (key, Some(value)) = self.memory.next()? {
+            if let (key, Some(value)) = self.newer.next()? {
                 return Some(Ok((Val::Mem(key), Val::Mem(value))));
             }
         }

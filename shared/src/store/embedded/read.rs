@@ -31,17 +31,28 @@ impl Engine {
 }
 
 /// The store as of one group of writes: the engine as of the last checkpoint,
-/// and the writes since ([`overlay`]).
+/// and the writes since ([`overlay`]): those the next checkpoint is writing
+/// into the engine (`frozen`), and those after.
 #[derive(Clone)]
 pub(super) struct Snapshot {
     pub engine: Arc<Engine>,
+    pub frozen: Overlay,
     pub overlay: Overlay,
 }
 
 impl Snapshot {
+    pub fn of_engine(engine: Arc<Engine>) -> Self {
+        Self {
+            engine,
+            frozen: Overlay::default(),
+            overlay: Overlay::default(),
+        }
+    }
+
     /// The bytes of the item under an engine key.
     pub fn item_bytes(&self, key: &[u8]) -> Result<Option<Val<'_>>, StoreError> {
-        overlay::lookup(&self.overlay.items, &self.engine.items, key)
+        let overlays = [&self.overlay.items, &self.frozen.items];
+        overlay::lookup(overlays, &self.engine.items, key)
     }
 
     /// The item under an engine key.
@@ -197,11 +208,12 @@ pub(super) fn query(
     if lower_after_upper(&lower, &upper) {
         return Ok((Page::default(), 0));
     }
-    let (engine_table, overlaid) = match index {
-        false => (&snapshot.engine.items, &snapshot.overlay.items),
-        true => (&snapshot.engine.indexes, &snapshot.overlay.indexes),
+    let (s, f) = (&snapshot.overlay, &snapshot.frozen);
+    let (engine_table, overlays) = match index {
+        false => (&snapshot.engine.items, [&s.items, &f.items]),
+        true => (&snapshot.engine.indexes, [&s.indexes, &f.indexes]),
     };
-    let entries = overlay::range(overlaid, engine_table, lower, upper, query.forward)?;
+    let entries = overlay::range(overlays, engine_table, lower, upper, query.forward)?;
 
     let limit = query.limit.unwrap_or(usize::MAX);
     let mut page = Page::default();

@@ -1,24 +1,30 @@
-//! The write-ahead log of a store in a folder (`crm-store.wal`).
+//! The write-ahead log of a store in a folder (`crm-store.wal` and
+//! `crm-store-2.wal`).
 //!
 //! Why: a durable commit of the B-tree writes and syncs every page the
 //! commit touched (a create touches a dozen: its items, their index entries,
 //! the counters, the branches above them), and on this machine that was two
 //! thirds of a create's CPU. The log makes a group durable with one small
-//! sequential append and one `fdatasync`; the engine's commits are then
-//! non-durable (kept by the engine in memory), and a durable commit of the
-//! engine now and then (a checkpoint) lets the log start over.
+//! sequential append and one `fdatasync`; the writes themselves wait in
+//! memory ([`super::overlay`]) for a checkpoint, which writes them into the
+//! engine in one durable commit, in the background.
+//!
+//! Two files, used in turn: while a checkpoint writes the writes of one
+//! file's epoch into the engine, the writes that come meanwhile are logged in
+//! the other file, in the next epoch. A file is started over only once the
+//! engine holds its epoch's writes: at most two epochs are ever outstanding.
 //!
 //! What a record holds: one request's effects, the state after it of every
 //! item it wrote, `(engine key, item bytes)` or `(engine key, deleted)`, in
 //! order; a group's records are appended together, with one sync.
 //!
 //! Which records to replay: checkpoints are numbered, the engine keeps the
-//! number of its last one, and the log's header holds the number of the
-//! checkpoint it starts after (its epoch). After a crash the log is replayed
-//! only when the two agree: then it holds every group since that checkpoint,
-//! oldest first. A log of an earlier epoch (a crash between a checkpoint and
-//! the log's starting over) holds nothing the engine lacks. Every open is a
-//! checkpoint, so each run logs in an epoch of its own.
+//! number of its last one, and a file's header holds the number of the
+//! checkpoint its records come after (its epoch). After a crash the files of
+//! the engine's last checkpoint or a later one are replayed, in epoch order:
+//! they hold every group since, oldest first. A file of an earlier epoch
+//! holds nothing the engine lacks. Every open is a checkpoint, so each run
+//! logs in epochs of its own.
 //!
 //! Framing: a header (`CRMWAL` 0 1, the epoch as u64), then records
 //! `[payload length u32][crc32 of payload u32][epoch u64][payload]`, little
@@ -37,8 +43,8 @@ use std::io::{BufReader, Read};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-/// The log's file in the folder.
-pub const WAL_FILE: &str = "crm-store.wal";
+/// The log's files in the folder.
+pub const WAL_FILES: [&str; 2] = ["crm-store.wal", "crm-store-2.wal"];
 const MAGIC: &[u8; 8] = b"CRMWAL\x00\x01";
 /// The file's header: the magic, then the epoch.
 const FILE_HEADER: u64 = 16;
@@ -119,7 +125,68 @@ pub(super) fn effects(mut payload: &[u8]) -> Option<Vec<Effect<'_>>> {
     Some(out)
 }
 
+/// The log: its two files, one of them taking the appends.
 pub(super) struct Wal {
+    files: [LogFile; 2],
+    active: usize,
+}
+
+/// What opening the log found: each file's epoch and whole records.
+pub(super) struct Opened {
+    pub wal: Wal,
+    /// `(epoch, records)` of each file with a header, oldest epoch first.
+    pub epochs: Vec<(u64, Vec<Vec<u8>>)>,
+}
+
+impl Wal {
+    pub fn open(dir: &Path) -> std::io::Result<Opened> {
+        let [a, b] = WAL_FILES.map(|name| LogFile::open(dir, name));
+        let mut found = [a?, b?];
+        let epochs = found
+            .iter_mut()
+            .filter_map(|f| Some((f.epoch?, std::mem::take(&mut f.records))));
+        let mut epochs: Vec<_> = epochs.collect();
+        epochs.sort_by_key(|(epoch, _)| *epoch);
+        let [a, b] = found.map(|f| f.wal);
+        Ok(Opened {
+            wal: Wal {
+                files: [a, b],
+                active: 0,
+            },
+            epochs,
+        })
+    }
+
+    /// Appends the records of groups to the active file (one `write`, one
+    /// `fdatasync`).
+    pub fn append(&mut self, batches: &[&Batch]) -> std::io::Result<()> {
+        self.files[self.active].append(batches)
+    }
+
+    /// Empties the active file, to hold the groups after checkpoint `epoch`
+    /// (at open: the other file's epoch is then older, its records in the
+    /// engine).
+    pub fn start_over(&mut self, epoch: u64) -> std::io::Result<()> {
+        self.files[self.active].start_over(epoch)
+    }
+
+    /// The folder (in tests, for their marker files).
+    #[cfg(test)]
+    pub fn dir(&self) -> &Path {
+        &self.files[0].dir
+    }
+
+    /// Moves the appends to the other file, started over for the groups
+    /// after checkpoint `epoch`. The engine must hold its records already.
+    pub fn switch(&mut self, epoch: u64) -> std::io::Result<()> {
+        self.files[1 - self.active].start_over(epoch)?;
+        self.active = 1 - self.active;
+        Ok(())
+    }
+}
+
+/// One of the log's files.
+pub(super) struct LogFile {
     file: File,
     epoch: u64,
     /// Bytes of records after the header.
@@ -134,26 +201,26 @@ pub(super) struct Wal {
 #[cfg(test)]
 pub(super) const FAIL_MARKER: &str = "fail-the-log";
 
-/// What opening a log found.
-pub(super) struct Opened {
-    pub wal: Wal,
-    /// The checkpoint the log starts after; none for a new or empty file.
+/// What opening a file found.
+pub(super) struct OpenedFile {
+    pub wal: LogFile,
+    /// The checkpoint the file's records come after; none for a new file.
     pub epoch: Option<u64>,
     /// The payloads of its whole records, oldest first.
     pub records: Vec<Vec<u8>>,
 }
 
-impl Wal {
-    /// Opens the folder's log, created when missing. A torn or corrupt tail
-    /// is left where it is: the caller starts the log over once it has what
+impl LogFile {
+    /// Opens a file of the log, created when missing. A torn or corrupt tail
+    /// is left where it is: the caller starts the file over once it has what
     /// it needs from it.
-    pub fn open(dir: &Path) -> std::io::Result<Opened> {
+    pub fn open(dir: &Path, name: &str) -> std::io::Result<OpenedFile> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
-            .open(dir.join(WAL_FILE))?;
+            .open(dir.join(name))?;
         let size = file.metadata()?.len();
         // Read record by record, so opening after a clean close reads a few
         // bytes, and memory holds the records, not the file.
@@ -194,7 +261,7 @@ impl Wal {
             #[cfg(test)]
             dir: dir.to_owned(),
         };
-        Ok(Opened {
+        Ok(OpenedFile {
             wal,
             epoch,
             records,
@@ -240,7 +307,7 @@ impl Wal {
         Ok(())
     }
 
-    /// Empties the log, to hold the groups after checkpoint `epoch`.
+    /// Empties the file, to hold the groups after checkpoint `epoch`.
     pub fn start_over(&mut self, epoch: u64) -> std::io::Result<()> {
         let mut header = MAGIC.to_vec();
         header.extend_from_slice(&epoch.to_le_bytes());
@@ -269,100 +336,5 @@ fn next_record(reader: &mut impl Read, epoch: u64, left: u64) -> Option<Vec<u8>>
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A fresh folder of this test's own.
-    fn folder(name: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("crm-wal-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
-    }
-
-    fn batch(effects: &[Effect<'_>]) -> Batch {
-        let mut b = Batch::on();
-        for (key, value) in effects {
-            match value {
-                Some(v) => b.put(key, v),
-                None => b.delete(key),
-            }
-        }
-        b
-    }
-
-    #[test]
-    fn a_record_reads_back_as_its_effects_in_order() {
-        let written: Vec<Effect<'_>> = vec![(b"a", Some(b"{}")), (b"b", None), (b"a", Some(b""))];
-        let b = batch(&written);
-        assert_eq!(effects(b.payload()).unwrap(), written);
-        assert!(effects(&b.payload()[..5]).is_none(), "a short payload");
-    }
-
-    #[test]
-    fn a_log_reads_back_until_a_torn_or_corrupt_record() {
-        let dir = folder("torn");
-        let opened = Wal::open(&dir).unwrap();
-        assert_eq!(
-            (opened.epoch, opened.records.len()),
-            (None, 0),
-            "a new file"
-        );
-        let mut wal = opened.wal;
-        wal.start_over(7).unwrap();
-        let first = batch(&[(b"k1", Some(b"v1"))]);
-        wal.append(&[&first, &Batch::off()]).unwrap();
-        let (second, third) = (batch(&[(b"k2", None)]), batch(&[(b"k3", Some(b"v3"))]));
-        wal.append(&[&second, &third]).unwrap();
-        let opened = Wal::open(&dir).unwrap();
-        assert_eq!((opened.epoch, opened.records.len()), (Some(7), 3));
-        assert_eq!(
-            effects(&opened.records[1]).unwrap(),
-            vec![(&b"k2"[..], None)]
-        );
-        drop(wal);
-
-        // A crash mid-append: the third record's last byte never landed.
-        let path = dir.join(WAL_FILE);
-        let end_of = |records: &[&Batch]| {
-            FILE_HEADER as usize + records.iter().map(|b| HEADER + b.len()).sum::<usize>()
-        };
-        let mut bytes = std::fs::read(&path).unwrap();
-        bytes[end_of(&[&first, &second, &third]) - 1] ^= 0xFF;
-        std::fs::write(&path, &bytes).unwrap();
-        let mut wal = Wal::open(&dir).unwrap();
-        assert_eq!(wal.records.len(), 2);
-        // Appending goes on after the last whole record, over the torn one.
-        wal.wal.append(&[&batch(&[(b"k4", Some(b"v4"))])]).unwrap();
-        let records = Wal::open(&dir).unwrap().records;
-        let last = effects(&records[2]).unwrap();
-        assert_eq!(last, vec![(&b"k4"[..], Some(&b"v4"[..]))]);
-
-        // A flipped byte fails the checksum: that record and all after it go.
-        let mut bytes = std::fs::read(&path).unwrap();
-        bytes[end_of(&[&first]) + HEADER] ^= 1;
-        std::fs::write(&path, &bytes).unwrap();
-        assert_eq!(Wal::open(&dir).unwrap().records.len(), 1);
-    }
-
-    #[test]
-    fn starting_over_ends_the_log_before_the_records_of_earlier_epochs() {
-        let dir = folder("over");
-        let mut wal = Wal::open(&dir).unwrap().wal;
-        wal.start_over(1).unwrap();
-        let long = batch(&[(b"k1", Some(b"a longer value")), (b"k2", None)]);
-        wal.append(&[&long, &long]).unwrap();
-        wal.start_over(2).unwrap();
-        let opened = Wal::open(&dir).unwrap();
-        assert_eq!((opened.epoch, opened.records.len()), (Some(2), 0));
-        let mut wal = opened.wal;
-        wal.append(&[&batch(&[(b"k3", None)])]).unwrap();
-        let opened = Wal::open(&dir).unwrap();
-        assert_eq!(
-            opened.records.len(),
-            1,
-            "epoch 1's records stay behind, unread"
-        );
-        assert!(std::fs::metadata(dir.join(WAL_FILE)).unwrap().len() >= PREALLOCATED);
-    }
-}
+#[path = "wal_tests.rs"]
+mod tests;

@@ -71,10 +71,7 @@ pub(super) fn replay(
     records: &[Vec<u8>],
     number: u64,
 ) -> Result<(), StoreError> {
-    let mut state = Snapshot {
-        engine: Engine::of(db)?,
-        overlay: Overlay::default(),
-    };
+    let mut state = Snapshot::of_engine(Engine::of(db)?);
     for record in records {
         let effects = wal::effects(record)
             .ok_or_else(|| StoreError::Other("an unreadable record in the store's log".into()))?;

@@ -1,4 +1,4 @@
-//! The writer: group commit, in two stages.
+//! The writer: group commit, in stages on threads of their own.
 //!
 //! The *writer thread* takes every request that is waiting, checks and applies
 //! each to the overlay, the writes not yet in the engine's file
@@ -8,19 +8,23 @@
 //! next group.
 //!
 //! With a folder, the *log thread* meanwhile appends the records of every
-//! group committed since its last `fdatasync` ([`wal`]), syncs them once,
-//! publishes the engine as of the last of them, and answers their requests.
-//! So the disk's latency overlaps the next group's work, and one sync
-//! acknowledges the writes of several groups. In memory there is no log: the
-//! writer thread publishes and answers each group itself.
+//! group handed on since its last `fdatasync` ([`super::wal`]), syncs them
+//! once, publishes the store as of the last of them, and answers their
+//! requests ([`super::publish`]). So the disk's latency overlaps the next
+//! group's work, and one sync acknowledges the writes of several groups. In
+//! memory there is no log: the writer thread publishes and answers each group
+//! itself.
 //!
-//! A checkpoint (the overlay written into the engine in one durable commit,
-//! numbered) comes a second after the first group that is not yet in the
+//! A checkpoint is due a second after the first group not yet in the
 //! engine's file (with the next group, or on its own when writes go quiet),
-//! and once the overlay holds 4 MB; the overlay starts empty and the log
-//! starts over. A close is a last checkpoint.
+//! or once the overlay holds 4 MB. The writer then freezes the overlay: the
+//! *checkpoint thread* writes it into the engine in one durable commit,
+//! numbered, while the groups that follow go to a new overlay, and their
+//! records to the log's other file. Once the commit is made, the views drop
+//! the frozen overlay: readers find its writes in the engine. One checkpoint
+//! at a time; a close is a last one.
 //!
-//! A failed append stops the store's writes: what the engine holds past the
+//! A failed append stops the store's writes: what the overlay holds past the
 //! last published snapshot may not be durable, so nothing may build on it.
 //! The groups waiting are answered 503 (their outcome unknown: the close's
 //! checkpoint may keep them, and a crash loses them). Reads go on; a restart
@@ -29,56 +33,49 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self as sync_mpsc, RecvTimeoutError};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use redb::Database;
 use tokio::sync::oneshot;
 
 use super::overlay::Overlay;
+use super::publish::{Committed, Shared, answer_all, log_stage, publish};
 use super::read::{Engine, Published, Snapshot};
 use super::wal::{Batch, Wal};
 use super::write::{apply, checkpoint};
 use crate::store::cache::RecordCache;
 use crate::store::*;
 
-/// Requests one commit takes at most.
+/// Requests one group takes at most.
 const MAX_GROUP: usize = 256;
 /// A checkpoint comes this long after the first group not yet in the
 /// engine's file, which bounds a replay after a crash...
 pub const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 /// ...and once the overlay holds this much (about what the log holds): the
-/// memory it takes, and the time a checkpoint holds up the writer.
+/// memory it takes.
 const CHECKPOINT_BYTES: u64 = 4 << 20;
+
+/// What the writer thread is sent.
+pub(super) enum Msg {
+    Write(Request),
+    /// The checkpoint thread's answer: the engine as of checkpoint `number`.
+    Checkpointed {
+        number: u64,
+        engine: Result<Arc<Engine>, StoreError>,
+    },
+    /// The store is closing.
+    Close,
+}
 
 pub(super) struct Request {
     pub writes: Vec<Write>,
     pub reply: Reply,
 }
 
-/// Answers the write units of a request, or why nothing was written.
-type Reply = oneshot::Sender<Result<f64, StoreError>>;
-
-/// A group committed to the engine, on its way to readers and answers.
-struct Committed {
-    /// Its requests' replies, and what each is to be answered.
-    replies: Vec<Reply>,
-    answers: Vec<Result<f64, StoreError>>,
-    keys: Vec<Key>,
-    /// Its records, one per request (so a record stays under a request's
-    /// 100 items of 400 KB); off when it went into a checkpoint (or in memory).
-    log: Vec<Batch>,
-    /// The checkpoint's number, when it went into one.
-    checkpoint: Option<u64>,
-    snapshot: Snapshot,
-}
-
-/// What both stages share.
-struct Shared {
-    records: Arc<RecordCache>,
-    published: Arc<Published>,
-    /// Set when the log failed: writes are refused from then on.
-    stopped: AtomicBool,
-}
+/// A request's write units, or why nothing was written.
+pub(super) type Answer = Result<f64, StoreError>;
+pub(super) type Reply = oneshot::Sender<Answer>;
 
 struct Writer {
     db: Arc<Database>,
@@ -86,12 +83,20 @@ struct Writer {
     shared: Arc<Shared>,
     /// The log thread, with a folder.
     to_log: Option<sync_mpsc::Sender<Committed>>,
+    log_thread: Option<JoinHandle<()>>,
+    to_checkpoint: Option<sync_mpsc::Sender<(Overlay, u64)>>,
+    checkpoint_thread: Option<JoinHandle<()>>,
+    /// The number of the last checkpoint the engine holds.
     checkpoints: u64,
+    /// A checkpoint of `state.frozen` (number `checkpoints + 1`) is under way...
+    checkpointing: bool,
+    /// ...or failed, and is tried again at this time.
+    retry_at: Option<Instant>,
     checkpoint_every: Duration,
     /// The store as of the last group: what conditions are checked against.
     state: Snapshot,
-    /// When the first group since the last checkpoint was made: what is
-    /// not yet in the engine's file is at most `checkpoint_every` old.
+    /// When the first group not in a checkpoint was applied: what is not
+    /// yet in the engine's file is at most `checkpoint_every` old.
     pending_since: Option<Instant>,
 }
 
@@ -108,80 +113,121 @@ pub(super) struct Config {
     pub checkpoint_every: Duration,
 }
 
-/// Starts the writer (and the log thread); both end, the log synced and a
-/// last checkpoint made, once the returned sender is dropped.
-pub(super) fn spawn(config: Config) -> (sync_mpsc::Sender<Request>, std::thread::JoinHandle<()>) {
+/// Starts the writer and the threads it hands work to; all end, the log
+/// synced and a last checkpoint made, once it is sent [`Msg::Close`].
+pub(super) fn spawn(config: Config) -> (sync_mpsc::Sender<Msg>, JoinHandle<()>) {
     let shared = Arc::new(Shared {
         records: config.records,
         published: config.published,
         stopped: AtomicBool::new(false),
     });
-    let log_thread = config.wal.map(|wal| {
-        let (tx, rx) = sync_mpsc::channel::<Committed>();
+    let (tx, rx) = sync_mpsc::channel::<Msg>();
+    // In tests, a marker file in the folder makes checkpoints fail.
+    #[cfg(test)]
+    let fail = (config.wal.as_ref()).map(|wal| wal.dir().join(CHECKPOINT_FAIL_MARKER));
+    #[cfg(not(test))]
+    let fail = None;
+    let log = config.wal.map(|wal| {
+        let (to_log, from_writer) = sync_mpsc::channel::<Committed>();
         let shared = shared.clone();
         let thread = std::thread::Builder::new()
             .name("crm-store-log".into())
-            .spawn(move || log_stage(wal, rx, &shared))
+            .spawn(move || log_stage(wal, from_writer, &shared))
             .expect("the store's log thread");
-        (tx, thread)
+        (to_log, thread)
     });
-    let (to_log, log_thread) = log_thread.unzip();
+    let (to_log, log_thread) = log.unzip();
+    let (to_checkpoint, checkpoint_thread) = {
+        let (to_checkpoint, from_writer) = sync_mpsc::channel::<(Overlay, u64)>();
+        let (db, to_writer) = (config.db.clone(), tx.clone());
+        let thread = std::thread::Builder::new()
+            .name("crm-store-checkpoint".into())
+            .spawn(move || checkpoint_stage(&db, from_writer, to_writer, fail))
+            .expect("the store's checkpoint thread");
+        (to_checkpoint, thread)
+    };
     let mut writer = Writer {
         db: config.db,
         defs: config.defs,
         shared,
         to_log,
+        log_thread,
+        to_checkpoint: Some(to_checkpoint),
+        checkpoint_thread: Some(checkpoint_thread),
         checkpoints: config.checkpoints,
+        checkpointing: false,
+        retry_at: None,
         checkpoint_every: config.checkpoint_every,
         state: config.state,
         pending_since: None,
     };
-    let (tx, rx) = sync_mpsc::channel::<Request>();
     let thread = std::thread::Builder::new()
         .name("crm-store-writer".into())
         .spawn(move || {
-            // Ends when the store (the last sender) is dropped.
             loop {
-                let first = match writer.checkpoint_in() {
+                let first = match writer.wake_in() {
                     None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
                     Some(wait) => rx.recv_timeout(wait),
                 };
-                let group = match first {
-                    Ok(first) => {
-                        let mut group = vec![first];
-                        group.extend(rx.try_iter().take(MAX_GROUP - 1));
-                        group
-                    }
-                    // Quiet for a while: the checkpoint is made now, with
-                    // no group to wait on (an empty one).
-                    Err(RecvTimeoutError::Timeout) => Vec::new(),
+                let (mut group, mut other) = (Vec::new(), None);
+                match first {
+                    Ok(Msg::Write(request)) => group.push(request),
+                    Ok(msg) => other = Some(msg),
+                    // Quiet for a while: a checkpoint may be due, with no
+                    // group to wait on (an empty one).
+                    Err(RecvTimeoutError::Timeout) => {}
                     Err(RecvTimeoutError::Disconnected) => break,
-                };
-                writer.commit(group);
-            }
-            // Everything handed on is synced and answered first.
-            drop(writer.to_log.take());
-            if let Some(thread) = log_thread {
-                let _ = thread.join();
-            }
-            // Then a last checkpoint, even after the log failed: the engine
-            // would otherwise make its commits durable as it closes, under
-            // the number of the log's epoch, and the next open would replay
-            // older records over them. Numbered past the log's epoch, the
-            // log is skipped: a clean close leaves nothing to replay.
-            if writer.pending_since.is_some() || writer.shared.stopped.load(Ordering::Acquire) {
-                let number = writer.checkpoints + 1;
-                if let Err(e) = writer.checkpoint_commit(number) {
-                    tracing::error!(error = %e, "the store's last checkpoint failed");
+                }
+                while !group.is_empty() && other.is_none() && group.len() < MAX_GROUP {
+                    match rx.try_recv() {
+                        Ok(Msg::Write(request)) => group.push(request),
+                        Ok(msg) => other = Some(msg),
+                        Err(_) => break,
+                    }
+                }
+                if other.is_none() || !group.is_empty() {
+                    writer.commit(group);
+                }
+                match other {
+                    Some(Msg::Checkpointed { number, engine }) => {
+                        writer.checkpointed(number, engine)
+                    }
+                    Some(Msg::Close) => break,
+                    _ => {}
                 }
             }
+            writer.close(&rx);
         })
         .expect("the store's writer thread");
     (tx, thread)
 }
 
-fn log_failed(e: std::io::Error) -> StoreError {
-    StoreError::Unavailable(format!("embedded store: its log: {e}"))
+/// In tests: while a file of this name is in the folder, checkpoints fail.
+#[cfg(test)]
+pub(super) const CHECKPOINT_FAIL_MARKER: &str = "fail-the-checkpoints";
+
+/// The checkpoint thread: writes each overlay it is given into the engine.
+fn checkpoint_stage(
+    db: &Database,
+    from_writer: sync_mpsc::Receiver<(Overlay, u64)>,
+    to_writer: sync_mpsc::Sender<Msg>,
+    fail: Option<std::path::PathBuf>,
+) {
+    while let Ok((frozen, number)) = from_writer.recv() {
+        let engine = match fail.as_ref().filter(|marker| marker.exists()) {
+            Some(_) => Err(StoreError::Unavailable(
+                "the disk failed (a test's doing)".into(),
+            )),
+            None => checkpoint(db, &frozen, number).and_then(|()| Engine::of(db)),
+        };
+        drop(frozen);
+        if to_writer
+            .send(Msg::Checkpointed { number, engine })
+            .is_err()
+        {
+            return;
+        }
+    }
 }
 
 impl Writer {
@@ -195,55 +241,42 @@ impl Writer {
             self.pending_since = None; // none due until the close's last one
             return answer_all(replies, &stopped);
         }
-        match self.commit_group(&writes) {
-            Ok(mut committed) => {
-                committed.replies = replies;
-                match &self.to_log {
-                    Some(to_log) => {
-                        if let Err(unsent) = to_log.send(committed) {
-                            // The log thread is gone (it panicked).
-                            self.shared.stopped.store(true, Ordering::Release);
-                            let e =
-                                StoreError::Unavailable("embedded store: its log stopped".into());
-                            answer_all(unsent.0.replies, &e);
-                        }
-                    }
-                    None => publish(&self.shared, vec![committed]),
-                }
-            }
-            // The engine failed: nothing of the group was committed. A
-            // checkpoint that failed is tried again a second later, not at
-            // once (the engine may refuse every write from now on).
+        // The log's epoch moves with a new checkpoint, before this group.
+        let switch = self.checkpoint_if_due();
+        let (replies, answers, log) = match self.apply_group(&writes) {
+            Ok((answers, log)) => (replies, answers, log),
             Err(e) => {
-                if self.pending_since.is_some() {
-                    self.pending_since = Some(Instant::now());
-                }
-                tracing::error!(error = %e, "the store's engine failed a commit");
-                answer_all(replies, &e)
+                tracing::error!(error = %e, "the store failed a group of writes");
+                answer_all(replies, &e);
+                (Vec::new(), Vec::new(), Vec::new())
             }
+        };
+        if replies.is_empty() && switch.is_none() {
+            return;
         }
+        self.hand_on(Committed {
+            replies,
+            answers,
+            keys: writes.iter().flatten().filter_map(Write::key).collect(),
+            log,
+            switch,
+            snapshot: self.state.clone(),
+        });
     }
 
-    /// How long until a checkpoint is due, when one is pending.
-    fn checkpoint_in(&self) -> Option<Duration> {
-        let since = self.pending_since?;
-        Some(self.checkpoint_every.saturating_sub(since.elapsed()))
-    }
-
-    /// Applies a group, and makes the checkpoint when one is due; its
-    /// replies are the caller's to add.
-    fn commit_group(&mut self, group: &[Vec<Write>]) -> Result<Committed, StoreError> {
-        let due = self.checkpoint_in() == Some(Duration::ZERO)
-            || self.state.overlay.bytes >= CHECKPOINT_BYTES;
-        let checkpoint = due.then_some(self.checkpoints + 1);
-        // A checkpoint holds its group: the group needs no record.
-        let logging = self.to_log.is_some() && checkpoint.is_none();
-        // An engine failure applies none of the group.
+    /// Applies a group to the overlay: each request's answer and record.
+    /// An error of the store applies none of it.
+    fn apply_group(
+        &mut self,
+        group: &[Vec<Write>],
+    ) -> Result<(Vec<Answer>, Vec<Batch>), StoreError> {
         let before = self.state.overlay.clone();
-        let mut log = Vec::with_capacity(group.len());
-        let mut answers = Vec::with_capacity(group.len());
+        let (mut answers, mut log) = (Vec::new(), Vec::new());
         for writes in group {
-            let mut record = if logging { Batch::on() } else { Batch::off() };
+            let mut record = match self.to_log {
+                Some(_) => Batch::on(),
+                None => Batch::off(),
+            };
             match apply(&mut self.state, &self.defs, writes, &mut record) {
                 Ok(answer) => answers.push(answer),
                 Err(e) => {
@@ -253,111 +286,129 @@ impl Writer {
             }
             log.push(record);
         }
-        match checkpoint {
-            Some(number) => {
-                if let Err(e) = self.checkpoint_commit(number) {
-                    self.state.overlay = before;
-                    return Err(e);
+        if !group.is_empty() {
+            self.pending_since.get_or_insert_with(Instant::now);
+        }
+        Ok((answers, log))
+    }
+
+    /// To the log thread, or (in memory) published at once.
+    fn hand_on(&mut self, committed: Committed) {
+        match &self.to_log {
+            Some(to_log) => {
+                if let Err(unsent) = to_log.send(committed) {
+                    // The log thread is gone (it panicked).
+                    self.shared.stopped.store(true, Ordering::Release);
+                    let e = StoreError::Unavailable("embedded store: its log stopped".into());
+                    answer_all(unsent.0.replies, &e);
                 }
             }
-            None => {
-                self.pending_since.get_or_insert_with(Instant::now);
-            }
+            None => publish(&self.shared, vec![committed]),
         }
-        Ok(Committed {
-            replies: Vec::new(),
-            answers,
-            keys: group.iter().flatten().filter_map(Write::key).collect(),
-            log,
-            checkpoint,
-            snapshot: self.state.clone(),
-        })
     }
 
-    /// Checkpoint `number`: the overlay into the engine, durably; the
-    /// overlay then starts empty.
-    fn checkpoint_commit(&mut self, number: u64) -> Result<(), StoreError> {
-        checkpoint(&self.db, &self.state.overlay, number)?;
-        // Committed: from here a failure would leave in the engine what no
-        // answer admits, so it stops the writes.
-        let engine = Engine::of(&self.db).inspect_err(|_| {
-            self.shared.stopped.store(true, Ordering::Release);
-        })?;
-        self.state = Snapshot {
-            engine,
-            overlay: Overlay::default(),
-        };
-        self.checkpoints = number;
+    /// How long until the writer has a checkpoint to start, if it has one.
+    fn wake_in(&self) -> Option<Duration> {
+        if self.checkpointing {
+            return None; // its answer wakes the writer
+        }
+        if let Some(at) = self.retry_at {
+            return Some(at.saturating_duration_since(Instant::now()));
+        }
+        let since = self.pending_since?;
+        Some(self.checkpoint_every.saturating_sub(since.elapsed()))
+    }
+
+    /// Starts a checkpoint when one is due; answers the log's new epoch
+    /// when the overlay was frozen for it.
+    fn checkpoint_if_due(&mut self) -> Option<u64> {
+        if self.checkpointing {
+            return None;
+        }
+        if let Some(at) = self.retry_at {
+            // The frozen overlay again, under its number: the log is in
+            // the next epoch already.
+            if Instant::now() >= at {
+                self.retry_at = None;
+                self.send_checkpoint();
+            }
+            return None;
+        }
+        let due =
+            self.wake_in() == Some(Duration::ZERO) || self.state.overlay.bytes >= CHECKPOINT_BYTES;
+        if !due {
+            return None;
+        }
+        self.state.frozen = std::mem::take(&mut self.state.overlay);
         self.pending_since = None;
-        Ok(())
+        self.send_checkpoint();
+        Some(self.checkpoints + 1)
     }
-}
 
-/// The log thread: appends and syncs the records of whatever groups are
-/// waiting, then publishes and answers them.
-fn log_stage(mut wal: Wal, rx: sync_mpsc::Receiver<Committed>, shared: &Shared) {
-    /// A panic here stops the writes too: nothing may build on what the
-    /// engine holds past the last published snapshot.
-    struct StopOnPanic<'a>(&'a AtomicBool);
-    impl Drop for StopOnPanic<'_> {
-        fn drop(&mut self) {
-            if std::thread::panicking() {
-                self.0.store(true, Ordering::Release);
+    fn send_checkpoint(&mut self) {
+        let number = self.checkpoints + 1;
+        let sent = self.to_checkpoint.as_ref().map(|to| {
+            let frozen = self.state.frozen.clone();
+            to.send((frozen, number)).is_ok()
+        });
+        if sent == Some(true) {
+            self.checkpointing = true;
+        } else {
+            tracing::error!("the store's checkpoint thread stopped");
+            self.retry_at = Some(Instant::now() + self.checkpoint_every);
+        }
+    }
+
+    /// A checkpoint ended: readers read the engine for its writes from the
+    /// next published view on (this one, when no group comes).
+    fn checkpointed(&mut self, number: u64, engine: Result<Arc<Engine>, StoreError>) {
+        self.checkpointing = false;
+        match engine {
+            Ok(engine) => {
+                self.state.engine = engine;
+                self.state.frozen = Overlay::default();
+                self.checkpoints = number;
+                self.hand_on(Committed::view(self.state.clone()));
+            }
+            // Tried again a second later, not at once (the engine may
+            // refuse every write from now on).
+            Err(e) => {
+                tracing::error!(error = %e, "the store's checkpoint failed");
+                self.retry_at = Some(Instant::now() + self.checkpoint_every);
             }
         }
     }
-    let _guard = StopOnPanic(&shared.stopped);
-    while let Ok(first) = rx.recv() {
-        let mut groups = vec![first];
-        groups.extend(rx.try_iter());
-        // Groups up to the last checkpoint among them are durable by it; the
-        // log starts over after it, in that checkpoint's epoch, before any
-        // later group's record is appended (else a replay would miss them).
-        let last_checkpoint = groups.iter().rposition(|g| g.checkpoint.is_some());
-        let after = last_checkpoint.map_or(0, |i| i + 1);
-        let start_over = last_checkpoint.and_then(|i| groups[i].checkpoint);
-        let records: Vec<&Batch> = groups[after..].iter().flat_map(|g| &g.log).collect();
-        let logged = start_over
-            .map_or(Ok(()), |number| wal.start_over(number))
-            .and_then(|()| wal.append(&records));
-        if let Err(e) = logged {
-            shared.stopped.store(true, Ordering::Release);
-            tracing::error!(error = %e, "the store's log failed: writes stop until a restart");
-            // Their outcome is unknown to their callers (the close's last
-            // checkpoint may keep them), as with any 503.
-            let e = log_failed(e);
-            answer_all(groups.into_iter().flat_map(|g| g.replies), &e);
-            // Nothing more is published: what follows built on these groups.
-            rx.iter().for_each(|g| answer_all(g.replies, &e));
-            return;
+
+    /// The checkpoint under way ends, everything handed on is synced and
+    /// answered, and then the last checkpoint: even after the log failed, as
+    /// the log's epoch may hold records of groups that were answered 503, and
+    /// the next open would otherwise replay them.
+    fn close(mut self, rx: &sync_mpsc::Receiver<Msg>) {
+        while self.checkpointing {
+            match rx.recv() {
+                Ok(Msg::Checkpointed { number, engine }) => self.checkpointed(number, engine),
+                Ok(_) => {}
+                Err(_) => break,
+            }
         }
-        publish(shared, groups);
-    }
-}
-
-/// Shows readers the engine as of the last of `groups`, then answers them.
-/// Decoded records of their keys are forgotten around it, and before any
-/// answer: a request that follows one sees what it wrote.
-fn publish(shared: &Shared, groups: Vec<Committed>) {
-    let keys: Vec<Key> = groups.iter().flat_map(|g| g.keys.iter().cloned()).collect();
-    let mut latest = None;
-    let mut answers = Vec::with_capacity(groups.len());
-    for group in groups {
-        latest = Some(group.snapshot);
-        answers.push(group.replies.into_iter().zip(group.answers));
-    }
-    let Some(snapshot) = latest else { return };
-    shared
-        .records
-        .around(&keys, || shared.published.publish(snapshot));
-    for (reply, answer) in answers.into_iter().flatten() {
-        let _ = reply.send(answer);
-    }
-}
-
-fn answer_all(replies: impl IntoIterator<Item = Reply>, error: &StoreError) {
-    let message = error.to_string();
-    for reply in replies {
-        let _ = reply.send(Err(StoreError::Unavailable(message.clone())));
+        drop(self.to_checkpoint.take());
+        drop(self.to_log.take());
+        for thread in [self.checkpoint_thread.take(), self.log_thread.take()] {
+            let _ = thread.map(JoinHandle::join);
+        }
+        let last = |this: &mut Self, overlay: &Overlay| {
+            let number = this.checkpoints + 1;
+            match checkpoint(&this.db, overlay, number) {
+                Ok(()) => this.checkpoints = number,
+                Err(e) => tracing::error!(error = %e, "the store's last checkpoint failed"),
+            }
+        };
+        let state = self.state.clone();
+        if self.retry_at.is_some() {
+            last(&mut self, &state.frozen);
+        }
+        if self.pending_since.is_some() || self.shared.stopped.load(Ordering::Acquire) {
+            last(&mut self, &state.overlay);
+        }
     }
 }

@@ -1,0 +1,101 @@
+//! The store while a checkpoint is under way or failing (a full or failing
+//! disk, made by a test marker file: [`super::writer::CHECKPOINT_FAIL_MARKER`]).
+
+use std::time::{Duration, Instant};
+
+use super::wal::WAL_FILES;
+use super::writer::CHECKPOINT_FAIL_MARKER;
+use super::{DATA_FILE, EmbeddedStore};
+use crate::store::*;
+use serde_json::json;
+
+fn put(sk: &str, value: i64) -> Write {
+    let item = json!({ "pk": "T#k", "sk": sk, "v": value, "gsi1pk": "G", "gsi1sk": sk });
+    Write::Put {
+        item: item.as_object().unwrap().clone(),
+        condition: None,
+    }
+}
+
+async fn values(store: &EmbeddedStore) -> Vec<(String, i64)> {
+    let page = store
+        .query(&Query::new(crate::keys::GSI1, "G", SkRange::All))
+        .await
+        .unwrap();
+    let field = |item: &Item, name: &str| item[name].clone();
+    (page.items.iter())
+        .map(|i| {
+            (
+                field(i, "sk").as_str().unwrap().to_owned(),
+                field(i, "v").as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Polls `done` for up to 30 s (a test machine may be slow).
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done() {
+        assert!(Instant::now() < deadline, "waited too long for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A copy of the folder's files as a crash would leave them.
+fn image(dir: &std::path::Path, name: &str, files: &[&str]) -> std::path::PathBuf {
+    let image = dir.with_extension(name);
+    std::fs::create_dir_all(&image).unwrap();
+    for file in files {
+        std::fs::copy(dir.join(file), image.join(file)).unwrap();
+    }
+    image
+}
+
+/// Writes go on while a checkpoint cannot be made: into a new overlay, and
+/// the log's other file. Reads see all of it, a crash replays both files in
+/// order (the newer write of a key wins), and once the disk is back the
+/// engine's file alone holds everything.
+#[tokio::test]
+async fn writes_go_on_while_a_checkpoint_fails_and_a_crash_replays_both_epochs() {
+    let dir = std::env::temp_dir().join(format!("crm-checkpoint-{}", crate::ids::new_ulid()));
+    let every = Duration::from_millis(20);
+    let store = EmbeddedStore::open_checkpointing(&dir, crate::keys::GSIS, every).unwrap();
+    std::fs::write(dir.join(CHECKPOINT_FAIL_MARKER), "").unwrap();
+    let first_log = std::fs::read(dir.join(WAL_FILES[1])).unwrap();
+    store.write(vec![put("a", 1), put("b", 1)]).await.unwrap();
+    // A checkpoint begins: the log moves to its other file.
+    wait_for("the log's other file", || {
+        std::fs::read(dir.join(WAL_FILES[1])).unwrap()[..16] != first_log[..16]
+    });
+    store.write(vec![put("b", 2), put("c", 2)]).await.unwrap();
+    store.write(vec![put("d", 3)]).await.unwrap();
+    let all = [("a", 1), ("b", 2), ("c", 2), ("d", 3)].map(|(k, v)| (k.to_owned(), v));
+    assert_eq!(values(&store).await, all);
+
+    let mut files = vec![DATA_FILE];
+    files.extend(WAL_FILES);
+    let crashed = image(&dir, "crashed", &files);
+    let engine_only = image(&dir, "engine-only", &[DATA_FILE]);
+    {
+        let bare = EmbeddedStore::open(&engine_only, crate::keys::GSIS).unwrap();
+        assert_eq!(values(&bare).await, [], "no checkpoint could be made");
+        let replayed = EmbeddedStore::open(&crashed, crate::keys::GSIS).unwrap();
+        assert_eq!(values(&replayed).await, all, "both files, in order");
+    }
+
+    std::fs::remove_file(dir.join(CHECKPOINT_FAIL_MARKER)).unwrap();
+    wait_for("the checkpoints", || {
+        let bare = image(&dir, "later", &[DATA_FILE]);
+        let store = EmbeddedStore::open(&bare, crate::keys::GSIS).unwrap();
+        let found = futures_util::FutureExt::now_or_never(values(&store)).unwrap();
+        drop(store);
+        std::fs::remove_dir_all(&bare).unwrap();
+        found == all
+    });
+    assert_eq!(values(&store).await, all);
+    drop(store);
+    for folder in [&dir, &crashed, &engine_only] {
+        std::fs::remove_dir_all(folder).unwrap();
+    }
+}

@@ -1,0 +1,117 @@
+//! The log's files: records read back, torn and corrupt tails, epochs.
+
+use super::*;
+const WAL_FILE: &str = WAL_FILES[0];
+
+/// A fresh folder of this test's own.
+fn folder(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("crm-wal-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn batch(effects: &[Effect<'_>]) -> Batch {
+    let mut b = Batch::on();
+    for (key, value) in effects {
+        match value {
+            Some(v) => b.put(key, v),
+            None => b.delete(key),
+        }
+    }
+    b
+}
+
+#[test]
+fn a_record_reads_back_as_its_effects_in_order() {
+    let written: Vec<Effect<'_>> = vec![(b"a", Some(b"{}")), (b"b", None), (b"a", Some(b""))];
+    let b = batch(&written);
+    assert_eq!(effects(b.payload()).unwrap(), written);
+    assert!(effects(&b.payload()[..5]).is_none(), "a short payload");
+}
+
+#[test]
+fn a_log_reads_back_until_a_torn_or_corrupt_record() {
+    let dir = folder("torn");
+    let opened = LogFile::open(&dir, WAL_FILE).unwrap();
+    assert_eq!(
+        (opened.epoch, opened.records.len()),
+        (None, 0),
+        "a new file"
+    );
+    let mut wal = opened.wal;
+    wal.start_over(7).unwrap();
+    let first = batch(&[(b"k1", Some(b"v1"))]);
+    wal.append(&[&first, &Batch::off()]).unwrap();
+    let (second, third) = (batch(&[(b"k2", None)]), batch(&[(b"k3", Some(b"v3"))]));
+    wal.append(&[&second, &third]).unwrap();
+    let opened = LogFile::open(&dir, WAL_FILE).unwrap();
+    assert_eq!((opened.epoch, opened.records.len()), (Some(7), 3));
+    assert_eq!(
+        effects(&opened.records[1]).unwrap(),
+        vec![(&b"k2"[..], None)]
+    );
+    drop(wal);
+
+    // A crash mid-append: the third record's last byte never landed.
+    let path = dir.join(WAL_FILE);
+    let end_of = |records: &[&Batch]| {
+        FILE_HEADER as usize + records.iter().map(|b| HEADER + b.len()).sum::<usize>()
+    };
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[end_of(&[&first, &second, &third]) - 1] ^= 0xFF;
+    std::fs::write(&path, &bytes).unwrap();
+    let mut wal = LogFile::open(&dir, WAL_FILE).unwrap();
+    assert_eq!(wal.records.len(), 2);
+    // Appending goes on after the last whole record, over the torn one.
+    wal.wal.append(&[&batch(&[(b"k4", Some(b"v4"))])]).unwrap();
+    let records = LogFile::open(&dir, WAL_FILE).unwrap().records;
+    let last = effects(&records[2]).unwrap();
+    assert_eq!(last, vec![(&b"k4"[..], Some(&b"v4"[..]))]);
+
+    // A flipped byte fails the checksum: that record and all after it go.
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[end_of(&[&first]) + HEADER] ^= 1;
+    std::fs::write(&path, &bytes).unwrap();
+    assert_eq!(LogFile::open(&dir, WAL_FILE).unwrap().records.len(), 1);
+}
+
+#[test]
+fn the_two_files_read_back_oldest_epoch_first() {
+    let dir = folder("two");
+    let mut wal = Wal::open(&dir).unwrap().wal;
+    wal.start_over(4).unwrap();
+    wal.append(&[&batch(&[(b"k1", None)])]).unwrap();
+    wal.switch(5).unwrap();
+    wal.append(&[&batch(&[(b"k2", None)]), &batch(&[(b"k3", None)])])
+        .unwrap();
+    let epochs = Wal::open(&dir).unwrap().epochs;
+    let seen: Vec<_> = epochs.iter().map(|(e, r)| (*e, r.len())).collect();
+    assert_eq!(seen, [(4, 1), (5, 2)]);
+    // The first file again, for epoch 6: epoch 4's records are gone.
+    wal.switch(6).unwrap();
+    let epochs = Wal::open(&dir).unwrap().epochs;
+    let seen: Vec<_> = epochs.iter().map(|(e, r)| (*e, r.len())).collect();
+    assert_eq!(seen, [(5, 2), (6, 0)]);
+}
+
+#[test]
+fn starting_over_ends_the_log_before_the_records_of_earlier_epochs() {
+    let dir = folder("over");
+    let mut wal = LogFile::open(&dir, WAL_FILE).unwrap().wal;
+    wal.start_over(1).unwrap();
+    let long = batch(&[(b"k1", Some(b"a longer value")), (b"k2", None)]);
+    wal.append(&[&long, &long]).unwrap();
+    wal.start_over(2).unwrap();
+    let opened = LogFile::open(&dir, WAL_FILE).unwrap();
+    assert_eq!((opened.epoch, opened.records.len()), (Some(2), 0));
+    let mut wal = opened.wal;
+    wal.append(&[&batch(&[(b"k3", None)])]).unwrap();
+    let opened = LogFile::open(&dir, WAL_FILE).unwrap();
+    assert_eq!(
+        opened.records.len(),
+        1,
+        "epoch 1's records stay behind, unread"
+    );
+    assert!(std::fs::metadata(dir.join(WAL_FILE)).unwrap().len() >= PREALLOCATED);
+}
