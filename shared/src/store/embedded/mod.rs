@@ -138,13 +138,13 @@ impl EmbeddedStore {
             .set_cache_size(CACHE_BYTES)
             .create(dir.join(DATA_FILE))
             .map_err(std::io::Error::other)?;
-        let wal::Opened { mut wal, epochs } = wal::Wal::open(dir)?;
         // Every open is a checkpoint, with the log's records that the engine
         // lacks (those of its last checkpoint's epoch and after): the log
         // then starts over in an epoch of its own, past any record a torn or
         // failed append left in its files.
         create_tables(&db).map_err(std::io::Error::other)?;
         let last = write::last_checkpoint(&db).map_err(std::io::Error::other)?;
+        let wal::Opened { mut wal, epochs } = wal::Wal::open(dir, last)?;
         let newest = epochs.iter().map(|(epoch, _)| *epoch).max().unwrap_or(0);
         let replayed: Vec<Vec<u8>> = epochs
             .into_iter()

@@ -139,8 +139,10 @@ pub(super) struct Opened {
 }
 
 impl Wal {
-    pub fn open(dir: &Path) -> std::io::Result<Opened> {
-        let [a, b] = WAL_FILES.map(|name| LogFile::open(dir, name));
+    /// Opens the log's files, created when missing, reading the records of
+    /// epoch `from` and later: the others' the engine holds already.
+    pub fn open(dir: &Path, from: u64) -> std::io::Result<Opened> {
+        let [a, b] = WAL_FILES.map(|name| LogFile::open(dir, name, from));
         let mut found = [a?, b?];
         let epochs = found
             .iter_mut()
@@ -211,10 +213,11 @@ pub(super) struct OpenedFile {
 }
 
 impl LogFile {
-    /// Opens a file of the log, created when missing. A torn or corrupt tail
-    /// is left where it is: the caller starts the file over once it has what
-    /// it needs from it.
-    pub fn open(dir: &Path, name: &str) -> std::io::Result<OpenedFile> {
+    /// Opens a file of the log, created when missing; its records are read
+    /// when its epoch is `from` or later. A torn or corrupt tail is left
+    /// where it is: the caller starts the file over once it has what it needs
+    /// from it.
+    pub fn open(dir: &Path, name: &str, from: u64) -> std::io::Result<OpenedFile> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -222,8 +225,8 @@ impl LogFile {
             .truncate(false)
             .open(dir.join(name))?;
         let size = file.metadata()?.len();
-        // Read record by record, so opening after a clean close reads a few
-        // bytes, and memory holds the records, not the file.
+        // Read record by record, so memory holds the records, not the file;
+        // after a clean close the epochs are past, and nothing is read.
         let mut reader = BufReader::with_capacity(64 * 1024, &file);
         let mut header = [0; FILE_HEADER as usize];
         let epoch = match reader.read_exact(&mut header) {
@@ -234,7 +237,7 @@ impl LogFile {
         };
         let mut records = Vec::new();
         let mut at = FILE_HEADER;
-        while let Some(e) = epoch
+        while let Some(e) = epoch.filter(|e| *e >= from)
             && let Some(payload) = next_record(&mut reader, e, size - at)
         {
             at += (HEADER + payload.len()) as u64;

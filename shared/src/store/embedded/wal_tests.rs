@@ -33,7 +33,7 @@ fn a_record_reads_back_as_its_effects_in_order() {
 #[test]
 fn a_log_reads_back_until_a_torn_or_corrupt_record() {
     let dir = folder("torn");
-    let opened = LogFile::open(&dir, WAL_FILE).unwrap();
+    let opened = LogFile::open(&dir, WAL_FILE, 0).unwrap();
     assert_eq!(
         (opened.epoch, opened.records.len()),
         (None, 0),
@@ -45,7 +45,7 @@ fn a_log_reads_back_until_a_torn_or_corrupt_record() {
     wal.append(&[&first, &Batch::off()]).unwrap();
     let (second, third) = (batch(&[(b"k2", None)]), batch(&[(b"k3", Some(b"v3"))]));
     wal.append(&[&second, &third]).unwrap();
-    let opened = LogFile::open(&dir, WAL_FILE).unwrap();
+    let opened = LogFile::open(&dir, WAL_FILE, 0).unwrap();
     assert_eq!((opened.epoch, opened.records.len()), (Some(7), 3));
     assert_eq!(
         effects(&opened.records[1]).unwrap(),
@@ -61,11 +61,11 @@ fn a_log_reads_back_until_a_torn_or_corrupt_record() {
     let mut bytes = std::fs::read(&path).unwrap();
     bytes[end_of(&[&first, &second, &third]) - 1] ^= 0xFF;
     std::fs::write(&path, &bytes).unwrap();
-    let mut wal = LogFile::open(&dir, WAL_FILE).unwrap();
+    let mut wal = LogFile::open(&dir, WAL_FILE, 0).unwrap();
     assert_eq!(wal.records.len(), 2);
     // Appending goes on after the last whole record, over the torn one.
     wal.wal.append(&[&batch(&[(b"k4", Some(b"v4"))])]).unwrap();
-    let records = LogFile::open(&dir, WAL_FILE).unwrap().records;
+    let records = LogFile::open(&dir, WAL_FILE, 0).unwrap().records;
     let last = effects(&records[2]).unwrap();
     assert_eq!(last, vec![(&b"k4"[..], Some(&b"v4"[..]))]);
 
@@ -73,24 +73,24 @@ fn a_log_reads_back_until_a_torn_or_corrupt_record() {
     let mut bytes = std::fs::read(&path).unwrap();
     bytes[end_of(&[&first]) + HEADER] ^= 1;
     std::fs::write(&path, &bytes).unwrap();
-    assert_eq!(LogFile::open(&dir, WAL_FILE).unwrap().records.len(), 1);
+    assert_eq!(LogFile::open(&dir, WAL_FILE, 0).unwrap().records.len(), 1);
 }
 
 #[test]
 fn the_two_files_read_back_oldest_epoch_first() {
     let dir = folder("two");
-    let mut wal = Wal::open(&dir).unwrap().wal;
+    let mut wal = Wal::open(&dir, 0).unwrap().wal;
     wal.start_over(4).unwrap();
     wal.append(&[&batch(&[(b"k1", None)])]).unwrap();
     wal.switch(5).unwrap();
     wal.append(&[&batch(&[(b"k2", None)]), &batch(&[(b"k3", None)])])
         .unwrap();
-    let epochs = Wal::open(&dir).unwrap().epochs;
+    let epochs = Wal::open(&dir, 0).unwrap().epochs;
     let seen: Vec<_> = epochs.iter().map(|(e, r)| (*e, r.len())).collect();
     assert_eq!(seen, [(4, 1), (5, 2)]);
     // The first file again, for epoch 6: epoch 4's records are gone.
     wal.switch(6).unwrap();
-    let epochs = Wal::open(&dir).unwrap().epochs;
+    let epochs = Wal::open(&dir, 0).unwrap().epochs;
     let seen: Vec<_> = epochs.iter().map(|(e, r)| (*e, r.len())).collect();
     assert_eq!(seen, [(5, 2), (6, 0)]);
 }
@@ -98,16 +98,16 @@ fn the_two_files_read_back_oldest_epoch_first() {
 #[test]
 fn starting_over_ends_the_log_before_the_records_of_earlier_epochs() {
     let dir = folder("over");
-    let mut wal = LogFile::open(&dir, WAL_FILE).unwrap().wal;
+    let mut wal = LogFile::open(&dir, WAL_FILE, 0).unwrap().wal;
     wal.start_over(1).unwrap();
     let long = batch(&[(b"k1", Some(b"a longer value")), (b"k2", None)]);
     wal.append(&[&long, &long]).unwrap();
     wal.start_over(2).unwrap();
-    let opened = LogFile::open(&dir, WAL_FILE).unwrap();
+    let opened = LogFile::open(&dir, WAL_FILE, 0).unwrap();
     assert_eq!((opened.epoch, opened.records.len()), (Some(2), 0));
     let mut wal = opened.wal;
     wal.append(&[&batch(&[(b"k3", None)])]).unwrap();
-    let opened = LogFile::open(&dir, WAL_FILE).unwrap();
+    let opened = LogFile::open(&dir, WAL_FILE, 0).unwrap();
     assert_eq!(
         opened.records.len(),
         1,
