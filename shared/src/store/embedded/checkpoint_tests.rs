@@ -99,3 +99,28 @@ async fn writes_go_on_while_a_checkpoint_fails_and_a_crash_replays_both_epochs()
         std::fs::remove_dir_all(folder).unwrap();
     }
 }
+
+/// A store closed while its checkpoints fail, the close's own failing too:
+/// the log's two files still have every acknowledged write, and the next open
+/// replays them in order (index entries with them).
+#[tokio::test]
+async fn a_close_whose_checkpoint_fails_leaves_both_files_to_replay() {
+    let dir = std::env::temp_dir().join(format!("crm-checkpoint-{}", crate::ids::new_ulid()));
+    let every = Duration::from_millis(20);
+    let store = EmbeddedStore::open_checkpointing(&dir, crate::keys::GSIS, every).unwrap();
+    std::fs::write(dir.join(CHECKPOINT_FAIL_MARKER), "").unwrap();
+    let first_log = std::fs::read(dir.join(WAL_FILES[1])).unwrap();
+    store.write(vec![put("a", 1), put("b", 1)]).await.unwrap();
+    wait_for("the log's other file", || {
+        std::fs::read(dir.join(WAL_FILES[1])).unwrap()[..16] != first_log[..16]
+    });
+    store.write(vec![put("b", 2), put("c", 2)]).await.unwrap();
+    drop(store);
+    std::fs::remove_file(dir.join(CHECKPOINT_FAIL_MARKER)).unwrap();
+    let all = [("a", 1), ("b", 2), ("c", 2)].map(|(k, v)| (k.to_owned(), v));
+    for _ in 0..2 {
+        let store = EmbeddedStore::open(&dir, crate::keys::GSIS).unwrap();
+        assert_eq!(values(&store).await, all);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -83,7 +83,7 @@ fn replay(log: &Path, into: &Path, defs: &[Index]) -> Result<usize, StoreError> 
             }
         }
         // Numbered 0, as an engine file with no checkpoint yet reads.
-        checkpoint(&db, &state.overlay, 0)?;
+        checkpoint(&db, &[&state.overlay], 0)?;
     }
     Ok(count)
 }

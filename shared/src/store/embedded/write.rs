@@ -39,23 +39,30 @@ fn mark_checkpoint(txn: &mut redb::WriteTransaction, number: u64) -> Result<(), 
     Ok(())
 }
 
-/// Checkpoint `number`: the overlay's writes into the engine, in one durable
-/// commit that records its number.
-pub(super) fn checkpoint(db: &Database, overlay: &Overlay, number: u64) -> Result<(), StoreError> {
+/// Checkpoint `number`: the overlays' writes (oldest first) into the
+/// engine, in one durable commit that records its number.
+pub(super) fn checkpoint(
+    db: &Database,
+    overlays: &[&Overlay],
+    number: u64,
+) -> Result<(), StoreError> {
     let mut txn = db.begin_write().map_err(engine)?;
     mark_checkpoint(&mut txn, number)?;
     {
         let mut items = txn.open_table(ITEMS).map_err(engine)?;
         let mut indexes = txn.open_table(INDEXES).map_err(engine)?;
         // In key order: each write lands next to the last one.
-        for (table, entries) in [
-            (&mut items, &overlay.items),
-            (&mut indexes, &overlay.indexes),
-        ] {
-            for (key, value) in entries {
-                match value {
-                    Some(bytes) => drop(table.insert(&key[..], &bytes[..]).map_err(engine)?),
-                    None => drop(table.remove(&key[..]).map_err(engine)?),
+        for overlay in overlays {
+            let tables = [
+                (&mut items, &overlay.items),
+                (&mut indexes, &overlay.indexes),
+            ];
+            for (table, entries) in tables {
+                for (key, value) in entries {
+                    match value {
+                        Some(bytes) => drop(table.insert(&key[..], &bytes[..]).map_err(engine)?),
+                        None => drop(table.remove(&key[..]).map_err(engine)?),
+                    }
                 }
             }
         }
@@ -85,7 +92,7 @@ pub(super) fn replay(
             };
         }
     }
-    checkpoint(db, &state.overlay, number)
+    checkpoint(db, &[&state.overlay], number)
 }
 
 fn holds(state: &Snapshot, key: &Key, condition: Condition) -> Result<bool, StoreError> {

@@ -30,6 +30,7 @@
 //! checkpoint may keep them, and a crash loses them). Reads go on; a restart
 //! replays what was synced.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self as sync_mpsc, RecvTimeoutError};
@@ -86,6 +87,8 @@ struct Writer {
     log_thread: Option<JoinHandle<()>>,
     to_checkpoint: Option<sync_mpsc::Sender<(Overlay, u64)>>,
     checkpoint_thread: Option<JoinHandle<()>>,
+    /// In tests, the marker file that makes checkpoints fail.
+    fail: Option<PathBuf>,
     /// The number of the last checkpoint the engine holds.
     checkpoints: u64,
     /// A checkpoint of `state.frozen` (number `checkpoints + 1`) is under way...
@@ -139,7 +142,7 @@ pub(super) fn spawn(config: Config) -> (sync_mpsc::Sender<Msg>, JoinHandle<()>) 
     let (to_log, log_thread) = log.unzip();
     let (to_checkpoint, checkpoint_thread) = {
         let (to_checkpoint, from_writer) = sync_mpsc::channel::<(Overlay, u64)>();
-        let (db, to_writer) = (config.db.clone(), tx.clone());
+        let (db, to_writer, fail) = (config.db.clone(), tx.clone(), fail.clone());
         let thread = std::thread::Builder::new()
             .name("crm-store-checkpoint".into())
             .spawn(move || checkpoint_stage(&db, from_writer, to_writer, fail))
@@ -154,6 +157,7 @@ pub(super) fn spawn(config: Config) -> (sync_mpsc::Sender<Msg>, JoinHandle<()>) 
         log_thread,
         to_checkpoint: Some(to_checkpoint),
         checkpoint_thread: Some(checkpoint_thread),
+        fail,
         checkpoints: config.checkpoints,
         checkpointing: false,
         retry_at: None,
@@ -206,20 +210,30 @@ pub(super) fn spawn(config: Config) -> (sync_mpsc::Sender<Msg>, JoinHandle<()>) 
 #[cfg(test)]
 pub(super) const CHECKPOINT_FAIL_MARKER: &str = "fail-the-checkpoints";
 
+/// [`checkpoint`], unless a test's marker file (`fail`) is there.
+fn checkpoint_unless(
+    fail: &Option<PathBuf>,
+    db: &Database,
+    overlays: &[&Overlay],
+    number: u64,
+) -> Result<(), StoreError> {
+    match fail.as_ref().filter(|marker| marker.exists()) {
+        Some(_) => Err(StoreError::Unavailable(
+            "the disk failed (a test's doing)".into(),
+        )),
+        None => checkpoint(db, overlays, number),
+    }
+}
+
 /// The checkpoint thread: writes each overlay it is given into the engine.
 fn checkpoint_stage(
     db: &Database,
     from_writer: sync_mpsc::Receiver<(Overlay, u64)>,
     to_writer: sync_mpsc::Sender<Msg>,
-    fail: Option<std::path::PathBuf>,
+    fail: Option<PathBuf>,
 ) {
     while let Ok((frozen, number)) = from_writer.recv() {
-        let engine = match fail.as_ref().filter(|marker| marker.exists()) {
-            Some(_) => Err(StoreError::Unavailable(
-                "the disk failed (a test's doing)".into(),
-            )),
-            None => checkpoint(db, &frozen, number).and_then(|()| Engine::of(db)),
-        };
+        let engine = checkpoint_unless(&fail, db, &[&frozen], number).and_then(|()| Engine::of(db));
         drop(frozen);
         if to_writer
             .send(Msg::Checkpointed { number, engine })
@@ -309,8 +323,10 @@ impl Writer {
 
     /// How long until the writer has a checkpoint to start, if it has one.
     fn wake_in(&self) -> Option<Duration> {
-        if self.checkpointing {
-            return None; // its answer wakes the writer
+        // Stopped: no checkpoint until the close's; a checkpoint under way:
+        // its answer wakes the writer.
+        if self.checkpointing || self.shared.stopped.load(Ordering::Acquire) {
+            return None;
         }
         if let Some(at) = self.retry_at {
             return Some(at.saturating_duration_since(Instant::now()));
@@ -396,19 +412,23 @@ impl Writer {
         for thread in [self.checkpoint_thread.take(), self.log_thread.take()] {
             let _ = thread.map(JoinHandle::join);
         }
-        let last = |this: &mut Self, overlay: &Overlay| {
-            let number = this.checkpoints + 1;
-            match checkpoint(&this.db, overlay, number) {
-                Ok(()) => this.checkpoints = number,
-                Err(e) => tracing::error!(error = %e, "the store's last checkpoint failed"),
+        // A frozen overlay whose checkpoint failed (or never answered) goes
+        // in the same commit as the overlay: apart, the overlay's number
+        // would pass the frozen one's log file, which a failure of the first
+        // would leave unreplayed, and the overlay's index moves were made
+        // over the frozen ones. If this fails, the log still has both.
+        let frozen = self.retry_at.is_some() || self.checkpointing;
+        let stopped = self.shared.stopped.load(Ordering::Acquire);
+        if frozen || self.pending_since.is_some() || stopped {
+            let state = &self.state;
+            let overlays = match frozen {
+                true => vec![&state.frozen, &state.overlay],
+                false => vec![&state.overlay],
+            };
+            let number = self.checkpoints + 1;
+            if let Err(e) = checkpoint_unless(&self.fail, &self.db, &overlays, number) {
+                tracing::error!(error = %e, "the store's last checkpoint failed");
             }
-        };
-        let state = self.state.clone();
-        if self.retry_at.is_some() {
-            last(&mut self, &state.frozen);
-        }
-        if self.pending_since.is_some() || self.shared.stopped.load(Ordering::Acquire) {
-            last(&mut self, &state.overlay);
         }
     }
 }
