@@ -52,12 +52,10 @@ fn image(dir: &std::path::Path, name: &str, files: &[&str]) -> std::path::PathBu
     image
 }
 
-/// Writes go on while a checkpoint cannot be made: into a new overlay, and
-/// the log's other file. Reads see all of it, a crash replays both files in
-/// order (the newer write of a key wins), and once the disk is back the
-/// engine's file alone holds everything.
-#[tokio::test]
-async fn writes_go_on_while_a_checkpoint_fails_and_a_crash_replays_both_epochs() {
+/// A store in a new folder whose checkpoints fail (the marker stays), past
+/// its first freeze: `a` and `b` = 1 in the frozen overlay and the log's
+/// first file, then `b` = 2 and `c` = 2 in the new overlay and the other file.
+async fn writing_past_a_failed_checkpoint() -> (std::path::PathBuf, EmbeddedStore) {
     let dir = std::env::temp_dir().join(format!("crm-checkpoint-{}", crate::ids::new_ulid()));
     let every = Duration::from_millis(20);
     let store = EmbeddedStore::open_checkpointing(&dir, crate::keys::GSIS, every).unwrap();
@@ -69,6 +67,16 @@ async fn writes_go_on_while_a_checkpoint_fails_and_a_crash_replays_both_epochs()
         std::fs::read(dir.join(WAL_FILES[1])).unwrap()[..16] != first_log[..16]
     });
     store.write(vec![put("b", 2), put("c", 2)]).await.unwrap();
+    (dir, store)
+}
+
+/// Writes go on while a checkpoint cannot be made: into a new overlay, and
+/// the log's other file. Reads see all of it, a crash replays both files in
+/// order (the newer write of a key wins), and once the disk is back the
+/// engine's file alone holds everything.
+#[tokio::test]
+async fn writes_go_on_while_a_checkpoint_fails_and_a_crash_replays_both_epochs() {
+    let (dir, store) = writing_past_a_failed_checkpoint().await;
     store.write(vec![put("d", 3)]).await.unwrap();
     let all = [("a", 1), ("b", 2), ("c", 2), ("d", 3)].map(|(k, v)| (k.to_owned(), v));
     assert_eq!(values(&store).await, all);
@@ -105,16 +113,7 @@ async fn writes_go_on_while_a_checkpoint_fails_and_a_crash_replays_both_epochs()
 /// replays them in order (index entries with them).
 #[tokio::test]
 async fn a_close_whose_checkpoint_fails_leaves_both_files_to_replay() {
-    let dir = std::env::temp_dir().join(format!("crm-checkpoint-{}", crate::ids::new_ulid()));
-    let every = Duration::from_millis(20);
-    let store = EmbeddedStore::open_checkpointing(&dir, crate::keys::GSIS, every).unwrap();
-    std::fs::write(dir.join(CHECKPOINT_FAIL_MARKER), "").unwrap();
-    let first_log = std::fs::read(dir.join(WAL_FILES[1])).unwrap();
-    store.write(vec![put("a", 1), put("b", 1)]).await.unwrap();
-    wait_for("the log's other file", || {
-        std::fs::read(dir.join(WAL_FILES[1])).unwrap()[..16] != first_log[..16]
-    });
-    store.write(vec![put("b", 2), put("c", 2)]).await.unwrap();
+    let (dir, store) = writing_past_a_failed_checkpoint().await;
     drop(store);
     std::fs::remove_file(dir.join(CHECKPOINT_FAIL_MARKER)).unwrap();
     let all = [("a", 1), ("b", 2), ("c", 2)].map(|(k, v)| (k.to_owned(), v));
