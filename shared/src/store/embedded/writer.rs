@@ -1,19 +1,19 @@
-//! The writer: group commit, in stages on threads of their own.
+//! The writer: group commit on one thread, checkpoints on another.
 //!
 //! The *writer thread* takes every request that is waiting, checks and applies
 //! each to the overlay, the writes not yet in the engine's file
 //! ([`super::overlay`]; a request whose condition fails applies nothing and
-//! answers its failure), and hands on the group with a view of the store as of
-//! it, which no reader sees yet ([`Published`]). It goes straight on to the
-//! next group.
+//! answers its failure), appends the group's records to the log and syncs
+//! them once ([`super::wal`]; not in memory), then publishes a view of the
+//! store as of the group to readers ([`Published`]) and answers its requests
+//! ([`super::publish`]). The requests that come during the sync make the next
+//! group: one sync acknowledges all of them.
 //!
-//! With a folder, the *log thread* meanwhile appends the records of every
-//! group handed on since its last `fdatasync` ([`super::wal`]), syncs them
-//! once, publishes the store as of the last of them, and answers their
-//! requests ([`super::publish`]). So the disk's latency overlaps the next
-//! group's work, and one sync acknowledges the writes of several groups. In
-//! memory there is no log: the writer thread publishes and answers each group
-//! itself.
+//! Why the writer syncs itself: until the night of 2026-11-23 a log thread
+//! synced while the writer applied the next group. Once applying became a few
+//! in-memory inserts, there was little left to overlap, and the hand-off from
+//! one thread to the other cost a wake-up on 2 busy cores: durable creates
+//! went from 25.2k to 27.7k a second without it (docs/bench-results.md).
 //!
 //! A checkpoint is due a second after the first group not yet in the
 //! engine's file (with the next group, or on its own when writes go quiet),
@@ -41,7 +41,7 @@ use redb::Database;
 use tokio::sync::oneshot;
 
 use super::overlay::Overlay;
-use super::publish::{Committed, Shared, answer_all, log_stage, publish};
+use super::publish::{Committed, Shared, answer_all, append, publish};
 use super::read::{Engine, Published, Snapshot};
 use super::wal::{Batch, Wal};
 use super::write::{apply, checkpoint};
@@ -82,9 +82,8 @@ struct Writer {
     db: Arc<Database>,
     defs: Arc<Vec<Index>>,
     shared: Arc<Shared>,
-    /// The log thread, with a folder.
-    to_log: Option<sync_mpsc::Sender<Committed>>,
-    log_thread: Option<JoinHandle<()>>,
+    /// The log, with a folder.
+    wal: Option<Wal>,
     to_checkpoint: Option<sync_mpsc::Sender<(Overlay, u64)>>,
     checkpoint_thread: Option<JoinHandle<()>>,
     /// In tests, the marker file that makes checkpoints fail.
@@ -130,16 +129,6 @@ pub(super) fn spawn(config: Config) -> (sync_mpsc::Sender<Msg>, JoinHandle<()>) 
     let fail = (config.wal.as_ref()).map(|wal| wal.dir().join(CHECKPOINT_FAIL_MARKER));
     #[cfg(not(test))]
     let fail = None;
-    let log = config.wal.map(|wal| {
-        let (to_log, from_writer) = sync_mpsc::channel::<Committed>();
-        let shared = shared.clone();
-        let thread = std::thread::Builder::new()
-            .name("crm-store-log".into())
-            .spawn(move || log_stage(wal, from_writer, &shared))
-            .expect("the store's log thread");
-        (to_log, thread)
-    });
-    let (to_log, log_thread) = log.unzip();
     let (to_checkpoint, checkpoint_thread) = {
         let (to_checkpoint, from_writer) = sync_mpsc::channel::<(Overlay, u64)>();
         let (db, to_writer, fail) = (config.db.clone(), tx.clone(), fail.clone());
@@ -153,8 +142,7 @@ pub(super) fn spawn(config: Config) -> (sync_mpsc::Sender<Msg>, JoinHandle<()>) 
         db: config.db,
         defs: config.defs,
         shared,
-        to_log,
-        log_thread,
+        wal: config.wal,
         to_checkpoint: Some(to_checkpoint),
         checkpoint_thread: Some(checkpoint_thread),
         fail,
@@ -287,7 +275,7 @@ impl Writer {
         let before = self.state.overlay.clone();
         let (mut answers, mut log) = (Vec::new(), Vec::new());
         for writes in group {
-            let mut record = match self.to_log {
+            let mut record = match self.wal {
                 Some(_) => Batch::on(),
                 None => Batch::off(),
             };
@@ -306,19 +294,20 @@ impl Writer {
         Ok((answers, log))
     }
 
-    /// To the log thread, or (in memory) published at once.
+    /// Logs and syncs a group (with a folder), then publishes and answers it.
+    /// A failed append stops the writes; the group is answered 503.
     fn hand_on(&mut self, committed: Committed) {
-        match &self.to_log {
-            Some(to_log) => {
-                if let Err(unsent) = to_log.send(committed) {
-                    // The log thread is gone (it panicked).
-                    self.shared.stopped.store(true, Ordering::Release);
-                    let e = StoreError::Unavailable("embedded store: its log stopped".into());
-                    answer_all(unsent.0.replies, &e);
-                }
-            }
-            None => publish(&self.shared, vec![committed]),
+        if let Some(wal) = &mut self.wal
+            && let Err(e) = append(wal, &committed)
+        {
+            self.shared.stopped.store(true, Ordering::Release);
+            tracing::error!(error = %e, "the store's log failed: writes stop until a restart");
+            // Its outcome is unknown to its callers (the close's last
+            // checkpoint may keep it), as with any 503.
+            let e = StoreError::Unavailable(format!("embedded store: its log: {e}"));
+            return answer_all(committed.replies, &e);
         }
+        publish(&self.shared, committed);
     }
 
     /// How long until the writer has a checkpoint to start, if it has one.
@@ -395,8 +384,7 @@ impl Writer {
         }
     }
 
-    /// The checkpoint under way ends, everything handed on is synced and
-    /// answered, and then the last checkpoint: even after the log failed, as
+    /// The checkpoint under way ends, and then the last checkpoint: even after the log failed, as
     /// the log's epoch may hold records of groups that were answered 503, and
     /// the next open would otherwise replay them.
     fn close(mut self, rx: &sync_mpsc::Receiver<Msg>) {
@@ -408,9 +396,8 @@ impl Writer {
             }
         }
         drop(self.to_checkpoint.take());
-        drop(self.to_log.take());
-        for thread in [self.checkpoint_thread.take(), self.log_thread.take()] {
-            let _ = thread.map(JoinHandle::join);
+        if let Some(thread) = self.checkpoint_thread.take() {
+            let _ = thread.join();
         }
         // A frozen overlay whose checkpoint failed (or never answered) goes
         // in the same commit as the overlay: apart, the overlay's number
