@@ -14,12 +14,14 @@
 //!
 //! Layout: the table is one engine table, items by `(pk, sk)`; every secondary
 //! index is entries `(index no, index pk, index sk, pk, sk)` in a second one,
-//! moved in the same engine transaction as its item. Each `write` is one
-//! engine transaction, durable before it is acknowledged when the store is in
-//! a folder: its effects are in the folder's write-ahead log, synced ([`wal`]).
-//! Writes go through one writer thread that commits what is waiting together
-//! (group commit): one `fdatasync` acknowledges many. Reads are engine
-//! snapshots, never blocked by the writer.
+//! moved with its item. Each `write` is all or nothing, and durable before it
+//! is acknowledged when the store is in a folder: its effects are in the
+//! folder's write-ahead log, synced ([`wal`]). Writes go through one writer
+//! thread that applies what is waiting together (group commit: one
+//! `fdatasync` acknowledges many) to an in-memory overlay ([`overlay`]),
+//! which checkpoints write into the engine in the background ([`writer`]).
+//! Reads are published views (the engine as of a checkpoint, the overlay
+//! since), never blocked by the writer.
 //!
 //! `--in-memory` is the same engine on its in-memory backend: one code path.
 //! A folder of the earlier format (`crm-store.jsonl`) is migrated once on open.

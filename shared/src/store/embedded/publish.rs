@@ -3,7 +3,6 @@
 //! shown to readers, its requests answered.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 use super::read::{Published, Snapshot};
 use super::wal::{Batch, Wal};
@@ -11,12 +10,10 @@ use super::writer::{Answer, Reply};
 use crate::store::cache::RecordCache;
 use crate::store::*;
 
-/// What the writer and the store share.
+/// Where a group is shown: the store's readers, and its decoded records.
 pub(super) struct Shared {
     pub records: Arc<RecordCache>,
     pub published: Arc<Published>,
-    /// Set when the log failed: writes are refused from then on.
-    pub stopped: AtomicBool,
 }
 
 /// A group applied by the writer, on its way to the log, readers and answers.

@@ -32,7 +32,6 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self as sync_mpsc, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -81,7 +80,10 @@ pub(super) type Reply = oneshot::Sender<Answer>;
 struct Writer {
     db: Arc<Database>,
     defs: Arc<Vec<Index>>,
-    shared: Arc<Shared>,
+    shared: Shared,
+    /// Set when the log failed: writes are refused, and nothing more is
+    /// published (the overlay may hold what was never synced), until a restart.
+    stopped: bool,
     /// The log, with a folder.
     wal: Option<Wal>,
     to_checkpoint: Option<sync_mpsc::Sender<(Overlay, u64)>>,
@@ -118,11 +120,10 @@ pub(super) struct Config {
 /// Starts the writer and the threads it hands work to; all end, the log
 /// synced and a last checkpoint made, once it is sent [`Msg::Close`].
 pub(super) fn spawn(config: Config) -> (sync_mpsc::Sender<Msg>, JoinHandle<()>) {
-    let shared = Arc::new(Shared {
+    let shared = Shared {
         records: config.records,
         published: config.published,
-        stopped: AtomicBool::new(false),
-    });
+    };
     let (tx, rx) = sync_mpsc::channel::<Msg>();
     // In tests, a marker file in the folder makes checkpoints fail.
     #[cfg(test)]
@@ -142,6 +143,7 @@ pub(super) fn spawn(config: Config) -> (sync_mpsc::Sender<Msg>, JoinHandle<()>) 
         db: config.db,
         defs: config.defs,
         shared,
+        stopped: false,
         wal: config.wal,
         to_checkpoint: Some(to_checkpoint),
         checkpoint_thread: Some(checkpoint_thread),
@@ -194,6 +196,12 @@ pub(super) fn spawn(config: Config) -> (sync_mpsc::Sender<Msg>, JoinHandle<()>) 
     (tx, thread)
 }
 
+fn stopped() -> StoreError {
+    StoreError::Unavailable(
+        "embedded store: writes stopped after its log failed; restart it".into(),
+    )
+}
+
 /// In tests: while a file of this name is in the folder, checkpoints fail.
 #[cfg(test)]
 pub(super) const CHECKPOINT_FAIL_MARKER: &str = "fail-the-checkpoints";
@@ -236,12 +244,9 @@ impl Writer {
     fn commit(&mut self, group: Vec<Request>) {
         let (writes, replies): (Vec<Vec<Write>>, Vec<Reply>) =
             group.into_iter().map(|r| (r.writes, r.reply)).unzip();
-        if self.shared.stopped.load(Ordering::Acquire) {
-            let stopped = StoreError::Unavailable(
-                "embedded store: writes stopped after its log failed; restart it".into(),
-            );
+        if self.stopped {
             self.pending_since = None; // none due until the close's last one
-            return answer_all(replies, &stopped);
+            return answer_all(replies, &stopped());
         }
         // The log's epoch moves with a new checkpoint, before this group.
         let switch = self.checkpoint_if_due();
@@ -297,10 +302,14 @@ impl Writer {
     /// Logs and syncs a group (with a folder), then publishes and answers it.
     /// A failed append stops the writes; the group is answered 503.
     fn hand_on(&mut self, committed: Committed) {
+        // Not even a checkpoint's view: it holds the overlay, unsynced writes too.
+        if self.stopped {
+            return answer_all(committed.replies, &stopped());
+        }
         if let Some(wal) = &mut self.wal
             && let Err(e) = append(wal, &committed)
         {
-            self.shared.stopped.store(true, Ordering::Release);
+            self.stopped = true;
             tracing::error!(error = %e, "the store's log failed: writes stop until a restart");
             // Its outcome is unknown to its callers (the close's last
             // checkpoint may keep it), as with any 503.
@@ -314,7 +323,7 @@ impl Writer {
     fn wake_in(&self) -> Option<Duration> {
         // Stopped: no checkpoint until the close's; a checkpoint under way:
         // its answer wakes the writer.
-        if self.checkpointing || self.shared.stopped.load(Ordering::Acquire) {
+        if self.checkpointing || self.stopped {
             return None;
         }
         if let Some(at) = self.retry_at {
@@ -384,9 +393,9 @@ impl Writer {
         }
     }
 
-    /// The checkpoint under way ends, and then the last checkpoint: even after the log failed, as
-    /// the log's epoch may hold records of groups that were answered 503, and
-    /// the next open would otherwise replay them.
+    /// The checkpoint under way ends, and then the last checkpoint: even
+    /// after the log failed, as the log's epoch may hold records of groups
+    /// that were answered 503, and the next open would otherwise replay them.
     fn close(mut self, rx: &sync_mpsc::Receiver<Msg>) {
         while self.checkpointing {
             match rx.recv() {
@@ -405,8 +414,7 @@ impl Writer {
         // would leave unreplayed, and the overlay's index moves were made
         // over the frozen ones. If this fails, the log still has both.
         let frozen = self.retry_at.is_some() || self.checkpointing;
-        let stopped = self.shared.stopped.load(Ordering::Acquire);
-        if frozen || self.pending_since.is_some() || stopped {
+        if frozen || self.pending_since.is_some() || self.stopped {
             let state = &self.state;
             let overlays = match frozen {
                 true => vec![&state.frozen, &state.overlay],
