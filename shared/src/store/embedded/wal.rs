@@ -26,32 +26,56 @@
 //! holds nothing the engine lacks. Every open is a checkpoint, so each run
 //! logs in epochs of its own.
 //!
-//! Framing: a header (`CRMWAL` 0 1, the epoch as u64), then records
-//! `[payload length u32][crc32 of payload u32][epoch u64][payload]`, little
-//! endian. The log ends at the first record that is empty, fails its checksum
-//! or is of another epoch. A record is synced before its group is visible to
-//! readers or answered, so a torn tail (a crash mid-append) was never seen.
+//! Framing: a header block (`CRMWAL` 0 2, the epoch as u64, zeros to 4 KB),
+//! then records `[payload length u32][crc32 of payload u32][epoch u64]
+//! [payload]`, little endian. A group's records start a block of their own
+//! and end with a padding record (its length's top bit set, zeros for
+//! payload) to the next 4 KB boundary. The log ends at the first record that
+//! is empty, fails its checksum or is of another epoch. A group is synced
+//! before it is visible to readers or answered, so a torn tail (a crash
+//! mid-append) was never seen. (Files of format 1, a 16-byte header and no
+//! padding, read the same way.)
 //!
-//! The file is written full of zeros once (4 MB) and then overwritten in
-//! place, never truncated: an `fdatasync` of blocks the file already has need
+//! Why whole blocks: a group is written with one `O_DIRECT | O_DSYNC`
+//! write, durable when it returns, from the writer's buffer straight to the
+//! disk: one system call and no page cache, where a buffered append needed a
+//! `write` and an `fdatasync` (84 µs against 91 µs alone on this machine's
+//! disk; durable creates about 9% faster under load, with less CPU each:
+//! docs/bench-results.md). `O_DIRECT` writes whole aligned blocks, and a
+//! group never rewrites the block of an acknowledged one (a torn write could
+//! take it along). Where `O_DIRECT` is refused (tmpfs), the same writes go
+//! through the page cache with `O_DSYNC`.
+//!
+//! The file is written full of zeros once (16 MB) and then overwritten in
+//! place, never truncated: a synced write to blocks the file already has need
 //! not also commit the file system's journal (it measured 117 µs against 200
-//! µs for an append that grows the file). Starting over rewrites the header
-//! alone; the records of earlier epochs left behind end the log.
+//! µs for an append that grows the file). A checkpoint is due before the
+//! file is full. Starting over rewrites the header alone; the records of
+//! earlier epochs left behind end the log.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, Read};
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 
 /// The log's files in the folder.
 pub const WAL_FILES: [&str; 2] = ["crm-store.wal", "crm-store-2.wal"];
-const MAGIC: &[u8; 8] = b"CRMWAL\x00\x01";
-/// The file's header: the magic, then the epoch.
-const FILE_HEADER: u64 = 16;
+const MAGIC: &[u8; 7] = b"CRMWAL\x00";
+/// The format written, after the magic; 1 had no blocks.
+const FORMAT: u8 = 2;
+/// The unit of the log's writes: a group starts a block of its own.
+const BLOCK: usize = 4096;
+/// The file's header (the magic, the format, then the epoch) takes a block...
+const FILE_HEADER: u64 = BLOCK as u64;
+/// ...and took 16 bytes in format 1.
+const FILE_HEADER_1: u64 = 16;
 /// A record's header: its payload's length, its checksum, its epoch.
 const HEADER: usize = 16;
-/// Bytes the file is written with before its first use.
-const PREALLOCATED: u64 = 4 << 20;
+/// The top bit of a record's length marks padding to the end of a block.
+const PADDING: u32 = 1 << 31;
+/// Bytes the file is written with before its first use; a checkpoint is due
+/// before the active file is [`Wal::nearly_full`].
+const PREALLOCATED: u64 = 16 << 20;
 const DELETED: u32 = u32::MAX;
 
 /// The effects of one commit, in the order they were made. `off` collects
@@ -159,10 +183,17 @@ impl Wal {
         })
     }
 
-    /// Appends the records of groups to the active file (one `write`, one
-    /// `fdatasync`).
+    /// Appends the records of groups to the active file, durably, in
+    /// blocks of their own after the last group's (nothing when no batch has
+    /// a record).
     pub fn append(&mut self, batches: &[&Batch]) -> std::io::Result<()> {
         self.files[self.active].append(batches)
+    }
+
+    /// Whether the active file is close to its preallocated size: past it,
+    /// each write would grow the file (and commit the file system's journal).
+    pub fn nearly_full(&self) -> bool {
+        self.files[self.active].len >= PREALLOCATED - FILE_HEADER - PREALLOCATED / 8
     }
 
     /// Empties the active file, to hold the groups after checkpoint `epoch`
@@ -179,7 +210,9 @@ impl Wal {
     }
 
     /// Moves the appends to the other file, started over for the groups
-    /// after checkpoint `epoch`. The engine must hold its records already.
+    /// after checkpoint `epoch`. The engine must hold its records already,
+    /// and no write to the active file be under way: a crash must not keep
+    /// a group of the new epoch without every group of the old one.
     pub fn switch(&mut self, epoch: u64) -> std::io::Result<()> {
         self.files[1 - self.active].start_over(epoch)?;
         self.active = 1 - self.active;
@@ -189,9 +222,10 @@ impl Wal {
 
 /// One of the log's files.
 pub(super) struct LogFile {
+    /// Opened for synced writes that bypass the page cache where it can.
     file: File,
     epoch: u64,
-    /// Bytes of records after the header.
+    /// Bytes of records after the header: whole blocks.
     len: u64,
     /// The folder, where a test puts [`FAIL_MARKER`] to make appends fail.
     #[cfg(test)]
@@ -218,30 +252,40 @@ impl LogFile {
     /// where it is: the caller starts the file over once it has what it needs
     /// from it.
     pub fn open(dir: &Path, name: &str, from: u64) -> std::io::Result<OpenedFile> {
+        let path = dir.join(name);
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
-            .open(dir.join(name))?;
+            .open(&path)?;
         let size = file.metadata()?.len();
         // Read record by record, so memory holds the records, not the file;
         // after a clean close the epochs are past, and nothing is read.
         let mut reader = BufReader::with_capacity(64 * 1024, &file);
-        let mut header = [0; FILE_HEADER as usize];
-        let epoch = match reader.read_exact(&mut header) {
+        let mut header = [0; FILE_HEADER_1 as usize];
+        let (epoch, start) = match reader.read_exact(&mut header) {
             Ok(()) if header.starts_with(MAGIC) => {
-                Some(u64::from_le_bytes(header[8..].try_into().expect("8 bytes")))
+                let epoch = u64::from_le_bytes(header[8..].try_into().expect("8 bytes"));
+                let start = match header[7] {
+                    1 => FILE_HEADER_1,
+                    _ => FILE_HEADER,
+                };
+                (Some(epoch), start)
             }
-            _ => None,
+            _ => (None, FILE_HEADER),
         };
         let mut records = Vec::new();
-        let mut at = FILE_HEADER;
-        while let Some(e) = epoch.filter(|e| *e >= from)
-            && let Some(payload) = next_record(&mut reader, e, size - at)
-        {
-            at += (HEADER + payload.len()) as u64;
-            records.push(payload);
+        if let Some(e) = epoch.filter(|e| *e >= from) {
+            std::io::copy(
+                &mut (&mut reader).take(start - FILE_HEADER_1),
+                &mut std::io::sink(),
+            )?;
+            let mut at = start;
+            while let Some(record) = next_record(&mut reader, e, size.saturating_sub(at)) {
+                at += (HEADER + record.len) as u64;
+                records.extend(record.payload);
+            }
         }
         drop(reader);
         if size < PREALLOCATED {
@@ -256,11 +300,11 @@ impl LogFile {
             // A new file: its name is durable once its folder is synced.
             File::open(dir)?.sync_all()?;
         }
-        let len = at - FILE_HEADER;
         let wal = Self {
-            file,
+            file: open_for_writes(&path)?,
             epoch: epoch.unwrap_or(0),
-            len,
+            // Past the records read, at a block's start; open starts over.
+            len: 0,
             #[cfg(test)]
             dir: dir.to_owned(),
         };
@@ -271,71 +315,158 @@ impl LogFile {
         })
     }
 
-    /// Appends the records of groups (one `write`, one `fdatasync`). A
-    /// batch with nothing to log adds no record.
-    pub fn append(&mut self, batches: &[&Batch]) -> std::io::Result<()> {
-        #[cfg(test)]
-        if self.dir.join(FAIL_MARKER).exists() {
-            return Err(std::io::Error::other("the disk failed (a test's doing)"));
-        }
-        let mut out = Vec::new();
-        for payload in batches
+    /// The write of a group's records, at the file's next block; none when
+    /// no batch has a record.
+    fn prepare(&mut self, batches: &[&Batch]) -> Option<LogWrite> {
+        let payloads = batches
             .iter()
             .map(|b| b.payload())
-            .filter(|p| !p.is_empty())
-        {
-            let len = u32::try_from(payload.len()).map_err(|_| {
-                std::io::Error::new(std::io::ErrorKind::InvalidInput, "a group of over 4 GiB")
-            })?;
-            out.extend_from_slice(&len.to_le_bytes());
-            out.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
-            out.extend_from_slice(&self.epoch.to_le_bytes());
-            out.extend_from_slice(payload);
+            .filter(|p| !p.is_empty());
+        let size: usize = payloads.clone().map(|p| HEADER + p.len()).sum();
+        if size == 0 {
+            return None;
         }
-        if out.is_empty() {
-            return Ok(());
+        // Padding of at least a header's bytes, to the next block.
+        let pad = (size + HEADER).next_multiple_of(BLOCK) - size;
+        let mut bytes = Blocks::zeroed(size + pad);
+        let out = bytes.as_mut();
+        let mut at = 0;
+        let mut put = |len: u32, payload: &[u8]| {
+            out[at..at + 4].copy_from_slice(&len.to_le_bytes());
+            out[at + 4..at + 8].copy_from_slice(&crc32fast::hash(payload).to_le_bytes());
+            out[at + 8..at + 16].copy_from_slice(&self.epoch.to_le_bytes());
+            out[at + HEADER..at + HEADER + payload.len()].copy_from_slice(payload);
+            at += HEADER + payload.len();
+        };
+        for payload in payloads {
+            // Records stay under a request's 100 items of 400 KB: far below 2 GiB.
+            put(payload.len() as u32, payload);
         }
-        let at = FILE_HEADER + self.len;
-        let written = self
-            .file
-            .write_all_at(&out, at)
-            .and_then(|()| self.file.sync_data());
-        if let Err(e) = written {
-            // Whatever part of it landed must not be replayed.
-            let end = [0; HEADER];
-            let _ = (self.file.write_all_at(&end, at)).and_then(|()| self.file.sync_data());
-            return Err(e);
-        }
-        self.len += out.len() as u64;
-        Ok(())
+        put(PADDING | (pad - HEADER) as u32, &vec![0; pad - HEADER]);
+        let write = LogWrite {
+            at: FILE_HEADER + self.len,
+            bytes,
+            #[cfg(test)]
+            fail: self.dir.join(FAIL_MARKER).exists(),
+        };
+        self.len += (size + pad) as u64;
+        Some(write)
+    }
+
+    /// Appends the records of groups, durably.
+    pub fn append(&mut self, batches: &[&Batch]) -> std::io::Result<()> {
+        let write = self.prepare(batches);
+        write.map_or(Ok(()), |w| w.run(&self.file))
     }
 
     /// Empties the file, to hold the groups after checkpoint `epoch`.
     pub fn start_over(&mut self, epoch: u64) -> std::io::Result<()> {
-        let mut header = MAGIC.to_vec();
-        header.extend_from_slice(&epoch.to_le_bytes());
-        self.file.write_all_at(&header, 0)?;
-        self.file.sync_data()?;
+        let mut header = Blocks::zeroed(BLOCK);
+        let out = header.as_mut();
+        out[..7].copy_from_slice(MAGIC);
+        out[7] = FORMAT;
+        out[8..16].copy_from_slice(&epoch.to_le_bytes());
+        self.file.write_all_at(header.as_ref(), 0)?;
         self.epoch = epoch;
         self.len = 0;
         Ok(())
     }
 }
 
-/// The payload of the next whole record of `epoch`, if there is one within
-/// the `left` bytes of the file.
-fn next_record(reader: &mut impl Read, epoch: u64, left: u64) -> Option<Vec<u8>> {
+/// The file opened for durable writes: each returns once it is on the disk
+/// (`O_DSYNC`), from the caller's buffer straight to the disk (`O_DIRECT`)
+/// where the file system allows it.
+fn open_for_writes(path: &Path) -> std::io::Result<File> {
+    let open = |flags| {
+        OpenOptions::new()
+            .write(true)
+            .custom_flags(flags)
+            .open(path)
+    };
+    #[cfg(target_os = "linux")]
+    if let Ok(file) = open(libc::O_DSYNC | libc::O_DIRECT) {
+        return Ok(file);
+    }
+    open(libc::O_DSYNC)
+}
+
+/// Bytes at a block-aligned address, as `O_DIRECT` writes need.
+struct Blocks {
+    buf: Vec<u8>,
+    start: usize,
+    len: usize,
+}
+
+impl Blocks {
+    fn zeroed(len: usize) -> Self {
+        let buf = vec![0; len + BLOCK - 1];
+        let addr = buf.as_ptr() as usize;
+        let start = addr.next_multiple_of(BLOCK) - addr;
+        Self { buf, start, len }
+    }
+
+    fn as_mut(&mut self) -> &mut [u8] {
+        &mut self.buf[self.start..self.start + self.len]
+    }
+}
+
+impl AsRef<[u8]> for Blocks {
+    fn as_ref(&self) -> &[u8] {
+        &self.buf[self.start..self.start + self.len]
+    }
+}
+
+/// A group's records on their way to the disk.
+struct LogWrite {
+    at: u64,
+    bytes: Blocks,
+    #[cfg(test)]
+    fail: bool,
+}
+
+impl LogWrite {
+    /// Writes the group's blocks; durable when it returns `Ok`.
+    fn run(mut self, file: &File) -> std::io::Result<()> {
+        #[cfg(test)]
+        if self.fail {
+            return Err(std::io::Error::other("the disk failed (a test's doing)"));
+        }
+        let written = file.write_all_at(self.bytes.as_ref(), self.at);
+        if written.is_err() {
+            // Whatever part of it landed must not be replayed.
+            let first = &mut self.bytes.as_mut()[..BLOCK];
+            first.fill(0);
+            let _ = file.write_all_at(first, self.at);
+        }
+        written
+    }
+}
+
+/// A whole record of a file: its payload's length, and the payload unless
+/// it was padding.
+struct Record {
+    len: usize,
+    payload: Option<Vec<u8>>,
+}
+
+/// The next whole record of `epoch`, if there is one within the `left` bytes
+/// of the file.
+fn next_record(reader: &mut impl Read, epoch: u64, left: u64) -> Option<Record> {
     let mut header = [0; HEADER];
     reader.read_exact(&mut header).ok()?;
-    let len = u32::from_le_bytes(header[..4].try_into().ok()?) as usize;
+    let len = u32::from_le_bytes(header[..4].try_into().ok()?);
     let crc = u32::from_le_bytes(header[4..8].try_into().ok()?);
     let of = u64::from_le_bytes(header[8..].try_into().ok()?);
-    if len == 0 || of != epoch || (HEADER + len) as u64 > left {
+    let (padding, len) = (len & PADDING != 0, (len & !PADDING) as usize);
+    if (len == 0 && !padding) || of != epoch || (HEADER + len) as u64 > left {
         return None;
     }
     let mut payload = vec![0; len];
     reader.read_exact(&mut payload).ok()?;
-    (crc32fast::hash(&payload) == crc).then_some(payload)
+    (crc32fast::hash(&payload) == crc).then_some(Record {
+        len,
+        payload: (!padding).then_some(payload),
+    })
 }
 
 #[cfg(test)]

@@ -53,27 +53,46 @@ fn a_log_reads_back_until_a_torn_or_corrupt_record() {
     );
     drop(wal);
 
-    // A crash mid-append: the third record's last byte never landed.
+    // Each group starts a block; a crash mid-append: the third record's
+    // last byte never landed.
     let path = dir.join(WAL_FILE);
-    let end_of = |records: &[&Batch]| {
-        FILE_HEADER as usize + records.iter().map(|b| HEADER + b.len()).sum::<usize>()
-    };
+    let second_group = FILE_HEADER as usize + BLOCK;
+    let torn = second_group + HEADER + second.len() + HEADER + third.len() - 1;
     let mut bytes = std::fs::read(&path).unwrap();
-    bytes[end_of(&[&first, &second, &third]) - 1] ^= 0xFF;
+    bytes[torn] ^= 0xFF;
     std::fs::write(&path, &bytes).unwrap();
-    let mut wal = LogFile::open(&dir, WAL_FILE, 0).unwrap();
-    assert_eq!(wal.records.len(), 2);
-    // Appending goes on after the last whole record, over the torn one.
-    wal.wal.append(&[&batch(&[(b"k4", Some(b"v4"))])]).unwrap();
-    let records = LogFile::open(&dir, WAL_FILE, 0).unwrap().records;
-    let last = effects(&records[2]).unwrap();
-    assert_eq!(last, vec![(&b"k4"[..], Some(&b"v4"[..]))]);
+    assert_eq!(LogFile::open(&dir, WAL_FILE, 0).unwrap().records.len(), 2);
 
     // A flipped byte fails the checksum: that record and all after it go.
     let mut bytes = std::fs::read(&path).unwrap();
-    bytes[end_of(&[&first]) + HEADER] ^= 1;
+    bytes[FILE_HEADER as usize + HEADER] ^= 1;
     std::fs::write(&path, &bytes).unwrap();
-    assert_eq!(LogFile::open(&dir, WAL_FILE, 0).unwrap().records.len(), 1);
+    assert_eq!(LogFile::open(&dir, WAL_FILE, 0).unwrap().records.len(), 0);
+
+    // A group whose write never landed (its blocks still zeros) ends the
+    // log: the group after it is not read.
+    let mut wal = LogFile::open(&dir, WAL_FILE, 0).unwrap().wal;
+    wal.start_over(8).unwrap();
+    let lost = wal.prepare(&[&first]).unwrap();
+    wal.append(&[&second]).unwrap();
+    assert_eq!(LogFile::open(&dir, WAL_FILE, 0).unwrap().records.len(), 0);
+    lost.run(&wal.file).unwrap();
+    assert_eq!(LogFile::open(&dir, WAL_FILE, 0).unwrap().records.len(), 2);
+}
+
+#[test]
+fn a_file_of_format_1_reads_back() {
+    let dir = folder("format-1");
+    let payload = batch(&[(b"k1", Some(b"v1"))]).payload().to_vec();
+    let mut bytes = b"CRMWAL\x00\x01".to_vec();
+    bytes.extend_from_slice(&3u64.to_le_bytes());
+    bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    bytes.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    bytes.extend_from_slice(&3u64.to_le_bytes());
+    bytes.extend_from_slice(&payload);
+    std::fs::write(dir.join(WAL_FILE), &bytes).unwrap();
+    let opened = LogFile::open(&dir, WAL_FILE, 3).unwrap();
+    assert_eq!((opened.epoch, opened.records), (Some(3), vec![payload]));
 }
 
 #[test]

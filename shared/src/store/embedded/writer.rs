@@ -3,26 +3,31 @@
 //! The *writer thread* takes every request that is waiting, checks and applies
 //! each to the overlay, the writes not yet in the engine's file
 //! ([`super::overlay`]; a request whose condition fails applies nothing and
-//! answers its failure), appends the group's records to the log and syncs
-//! them once ([`super::wal`]; not in memory), then publishes a view of the
+//! answers its failure), writes the group's records to the log with one
+//! synced write ([`super::wal`]; not in memory), then publishes a view of the
 //! store as of the group to readers ([`Published`]) and answers its requests
 //! ([`super::publish`]). The requests that come during the sync make the next
 //! group: one sync acknowledges all of them.
 //!
-//! Why the writer syncs itself: until the night of 2026-11-23 a log thread
-//! synced while the writer applied the next group. Once applying became a few
-//! in-memory inserts, there was little left to overlap, and the hand-off from
-//! one thread to the other cost a wake-up on 2 busy cores: durable creates
-//! went from 25.2k to 27.7k a second without it (docs/bench-results.md).
+//! Why the writer writes the log itself: until the night of 2026-11-23 a log
+//! thread synced while the writer applied the next group. Once applying
+//! became a few in-memory inserts, there was little left to overlap, and the
+//! hand-off from one thread to the other cost a wake-up on 2 busy cores:
+//! durable creates went from 25.2k to 27.7k a second without it. Tried on
+//! 2026-11-24 and not kept: four log threads writing groups at once (the disk
+//! takes four synced writes at once at 140 µs each, against 84 µs alone):
+//! groups got smaller, and the two wake-ups each added made durable creates
+//! 13% slower (docs/bench-results.md).
 //!
 //! A checkpoint is due a second after the first group not yet in the
 //! engine's file (with the next group, or on its own when writes go quiet),
-//! or once the overlay holds 4 MB. The writer then freezes the overlay: the
-//! *checkpoint thread* writes it into the engine in one durable commit,
-//! numbered, while the groups that follow go to a new overlay, and their
-//! records to the log's other file. Once the commit is made, the views drop
-//! the frozen overlay: readers find its writes in the engine. One checkpoint
-//! at a time; a close is a last one.
+//! once the overlay holds 4 MB, or once the log's file is nearly full (a
+//! group takes at least a 4 KB block of it). The writer then freezes the
+//! overlay: the *checkpoint thread* writes it into the engine in one durable
+//! commit, numbered, while the groups that follow go to a new overlay, and
+//! their records to the log's other file. Once the commit is made, the views
+//! drop the frozen overlay: readers find its writes in the engine. One
+//! checkpoint at a time; a close is a last one.
 //!
 //! A failed append stops the store's writes: what the overlay holds past the
 //! last published snapshot may not be durable, so nothing may build on it.
@@ -348,8 +353,9 @@ impl Writer {
             }
             return None;
         }
-        let due =
-            self.wake_in() == Some(Duration::ZERO) || self.state.overlay.bytes >= CHECKPOINT_BYTES;
+        let due = self.wake_in() == Some(Duration::ZERO)
+            || self.state.overlay.bytes >= CHECKPOINT_BYTES
+            || self.wal.as_ref().is_some_and(Wal::nearly_full);
         if !due {
             return None;
         }
