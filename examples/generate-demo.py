@@ -162,6 +162,7 @@ lines.append({"type": "campaign", "id": 3, "name": "Boas-vindas", "status": "dra
               "leadsCount": 40, "message": "Olá! Conheça nossos planos."})
 
 STAGES = ["lead", "qualified", "proposal", "negotiation"]
+deals = []
 for n in range(1, 25):
     status = crm.choice(["open", "open", "open", "won", "lost"])
     product = crm.choice([1, 2])
@@ -177,6 +178,27 @@ for n in range(1, 25):
     if status == "lost":
         deal["lostReason"] = [crm.choice(["price", "competitor", "no answer"])]
     lines.append(deal)
+    deals.append(deal)
+
+# The sessions name the records above: their tags, their campaign, and a
+# deal of their conversation's contact when it has one opened by then (any
+# deal opened by then otherwise), won when the deal is.
+campaign_ids = {"black-friday": "1", "renewal-q4": "2"}
+for i, session in enumerate(sessions):
+    session["tags"] = sorted(tag_ids[t - 1] for t in session["tags"])
+    if "campaignId" in session:
+        session["campaignId"] = campaign_ids[session["campaignId"]]
+    if "deals" in session:
+        n = session["conversation"]["id"] - 10000
+        contact = contacts[n][0] if n < 20 else None
+        opened = [d for d in deals if ts(datetime.fromtimestamp(
+            ((d["id"] >> 12) + EPOCH_MS) / 1000, timezone.utc)) <= session["createdAt"]]
+        theirs = [d for d in opened if d["contactId"] == contact] or opened
+        if not theirs:
+            del session["deals"]
+            continue
+        deal = theirs[i % len(theirs)]
+        session["deals"] = {"ids": [deal["id"]], "won": deal["status"] == "won"}
 lines += sessions
 
 with open("examples/demo.jsonl", "w") as out:

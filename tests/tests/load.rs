@@ -1,7 +1,8 @@
 //! `crm load` of the CRM's own records: `tag`, `contact` and `deal` lines
 //! carry their record's `id` and the create body of its API, under the API's
 //! rules; loading a line again changes nothing, and a changed line changes the
-//! record. The demo data of `examples/` loads whole and fills every list.
+//! record. The demo data of `examples/` loads whole and fills every list, and
+//! its sessions name its own tags, campaigns and deals.
 
 use api_tests::serde_json::{Value, json};
 use api_tests::{TestApp, api_test};
@@ -129,6 +130,24 @@ api_test! {
             assert_eq!(total("/v3/products").await, 2);
         }
         app.get("/v3/reports/sessions/demo-0000").await.expect(200);
+        // The sessions name the demo's own tags, campaigns and deals.
+        let lines: Vec<Value> = demo.lines().map(|l| api_tests::serde_json::from_str(l).unwrap()).collect();
+        let of_type = |t: &str| lines.iter().filter(|l| l["type"] == t).cloned().collect::<Vec<_>>();
+        let (tag, sessions) = (of_type("tag")[0]["id"].clone(), of_type("session"));
+        let deal_ids: Vec<Value> = of_type("deal").iter().map(|d| d["id"].clone()).collect();
+        let named = |f: &dyn Fn(&Value) -> bool| sessions.iter().filter(|s| f(s)).count();
+        let tagged = named(&|s| s["tags"].as_array().unwrap().contains(&tag));
+        let in_campaign = named(&|s| s["campaignId"] == "1");
+        assert!(tagged > 0 && in_campaign > 0);
+        assert!(sessions.iter().flat_map(|s| s["deals"]["ids"].as_array().cloned().unwrap_or_default()).all(|d| deal_ids.contains(&d)));
+        let window = "from=2026-10-01T00:00:00.000Z&to=2026-11-30T00:00:00.000Z";
+        let count = |query: String| {
+            let app = &app;
+            async move { app.get(&format!("/v3/reports/sessions?{window}&{query}")).await.expect(200)["totalCount"].clone() }
+        };
+        assert_eq!(count(format!("tags={tag}")).await, tagged);
+        assert_eq!(count("campaignId=1".into()).await, in_campaign);
+        app.get(&format!("/v3/deals/{}", deal_ids[0])).await.expect(200);
         app.get("/v3/business-hours/1").await.expect(200);
         app.get("/v3/custom-fields/1").await.expect(200);
     }
