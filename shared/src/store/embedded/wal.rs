@@ -43,8 +43,8 @@
 //! disk; durable creates about 9% faster under load, with less CPU each:
 //! docs/bench-results.md). `O_DIRECT` writes whole aligned blocks, and a
 //! group never rewrites the block of an acknowledged one (a torn write could
-//! take it along). Where `O_DIRECT` is refused (tmpfs), the same writes go
-//! through the page cache with `O_DSYNC`.
+//! take it along). Where `O_DIRECT` is refused (some file systems; outside
+//! Linux), the same writes go through the page cache with `O_DSYNC`.
 //!
 //! The file is written full of zeros once (16 MB) and then overwritten in
 //! place, never truncated: a synced write to blocks the file already has need
@@ -55,16 +55,24 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, Read};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::path::Path;
+
+#[path = "wal_io.rs"]
+mod io;
+#[path = "wal_payload.rs"]
+mod payload;
+use io::{BLOCK, Blocks, LogWrite, open_for_writes};
+pub(crate) use payload::Batch;
+#[cfg(test)]
+use payload::Effect;
+pub(super) use payload::effects;
 
 /// The log's files in the folder.
 pub const WAL_FILES: [&str; 2] = ["crm-store.wal", "crm-store-2.wal"];
 const MAGIC: &[u8; 7] = b"CRMWAL\x00";
 /// The format written, after the magic; 1 had no blocks.
 const FORMAT: u8 = 2;
-/// The unit of the log's writes: a group starts a block of its own.
-const BLOCK: usize = 4096;
 /// The file's header (the magic, the format, then the epoch) takes a block...
 const FILE_HEADER: u64 = BLOCK as u64;
 /// ...and took 16 bytes in format 1.
@@ -76,78 +84,6 @@ const PADDING: u32 = 1 << 31;
 /// Bytes the file is written with before its first use; a checkpoint is due
 /// before the active file is [`Wal::nearly_full`].
 const PREALLOCATED: u64 = 16 << 20;
-const DELETED: u32 = u32::MAX;
-
-/// The effects of one commit, in the order they were made. `off` collects
-/// nothing (a store in memory, a migration).
-pub(crate) struct Batch(Option<Vec<u8>>);
-
-impl Batch {
-    pub fn on() -> Self {
-        Self(Some(Vec::new()))
-    }
-
-    pub fn off() -> Self {
-        Self(None)
-    }
-
-    pub fn put(&mut self, key: &[u8], value: &[u8]) {
-        if let Some(out) = &mut self.0 {
-            push(out, key);
-            push(out, value);
-        }
-    }
-
-    pub fn delete(&mut self, key: &[u8]) {
-        if let Some(out) = &mut self.0 {
-            push(out, key);
-            out.extend_from_slice(&DELETED.to_le_bytes());
-        }
-    }
-
-    /// Bytes of its record's payload.
-    #[cfg(test)]
-    pub fn len(&self) -> usize {
-        self.payload().len()
-    }
-
-    fn payload(&self) -> &[u8] {
-        self.0.as_deref().unwrap_or_default()
-    }
-}
-
-fn push(out: &mut Vec<u8>, bytes: &[u8]) {
-    out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
-    out.extend_from_slice(bytes);
-}
-
-/// One effect of a record: an item's engine key and its bytes, or `None`
-/// when it was deleted.
-pub(super) type Effect<'a> = (&'a [u8], Option<&'a [u8]>);
-
-/// The effects of a record's payload; `None` if it does not parse (it passed
-/// its checksum, so only a bug would make it so).
-pub(super) fn effects(mut payload: &[u8]) -> Option<Vec<Effect<'_>>> {
-    fn take<'a>(input: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
-        let (head, rest) = input.split_at_checked(n)?;
-        *input = rest;
-        Some(head)
-    }
-    fn length(input: &mut &[u8]) -> Option<u32> {
-        Some(u32::from_le_bytes(take(input, 4)?.try_into().ok()?))
-    }
-    let mut out = Vec::new();
-    while !payload.is_empty() {
-        let key_len = length(&mut payload)?;
-        let key = take(&mut payload, key_len as usize)?;
-        let value = match length(&mut payload)? {
-            DELETED => None,
-            n => Some(take(&mut payload, n as usize)?),
-        };
-        out.push((key, value));
-    }
-    Some(out)
-}
 
 /// The log: its two files, one of them taking the appends.
 pub(super) struct Wal {
@@ -237,6 +173,11 @@ pub(super) struct LogFile {
 #[cfg(test)]
 pub(super) const FAIL_MARKER: &str = "fail-the-log";
 
+/// In tests: a file of this name in the folder makes the log open its files
+/// without `O_DIRECT`, as on a file system that refuses it.
+#[cfg(test)]
+pub(super) const BUFFERED_MARKER: &str = "no-direct-io";
+
 /// What opening a file found.
 pub(super) struct OpenedFile {
     pub wal: LogFile,
@@ -300,8 +241,13 @@ impl LogFile {
             // A new file: its name is durable once its folder is synced.
             File::open(dir)?.sync_all()?;
         }
+        // In tests, a marker file stands for a file system without `O_DIRECT`.
+        #[cfg(test)]
+        let direct = !dir.join(BUFFERED_MARKER).exists();
+        #[cfg(not(test))]
+        let direct = true;
         let wal = Self {
-            file: open_for_writes(&path)?,
+            file: open_for_writes(&path, direct)?,
             epoch: epoch.unwrap_or(0),
             // Past the records read, at a block's start; open starts over.
             len: 0,
@@ -370,75 +316,6 @@ impl LogFile {
         self.epoch = epoch;
         self.len = 0;
         Ok(())
-    }
-}
-
-/// The file opened for durable writes: each returns once it is on the disk
-/// (`O_DSYNC`), from the caller's buffer straight to the disk (`O_DIRECT`)
-/// where the file system allows it.
-fn open_for_writes(path: &Path) -> std::io::Result<File> {
-    let open = |flags| {
-        OpenOptions::new()
-            .write(true)
-            .custom_flags(flags)
-            .open(path)
-    };
-    #[cfg(target_os = "linux")]
-    if let Ok(file) = open(libc::O_DSYNC | libc::O_DIRECT) {
-        return Ok(file);
-    }
-    open(libc::O_DSYNC)
-}
-
-/// Bytes at a block-aligned address, as `O_DIRECT` writes need.
-struct Blocks {
-    buf: Vec<u8>,
-    start: usize,
-    len: usize,
-}
-
-impl Blocks {
-    fn zeroed(len: usize) -> Self {
-        let buf = vec![0; len + BLOCK - 1];
-        let addr = buf.as_ptr() as usize;
-        let start = addr.next_multiple_of(BLOCK) - addr;
-        Self { buf, start, len }
-    }
-
-    fn as_mut(&mut self) -> &mut [u8] {
-        &mut self.buf[self.start..self.start + self.len]
-    }
-}
-
-impl AsRef<[u8]> for Blocks {
-    fn as_ref(&self) -> &[u8] {
-        &self.buf[self.start..self.start + self.len]
-    }
-}
-
-/// A group's records on their way to the disk.
-struct LogWrite {
-    at: u64,
-    bytes: Blocks,
-    #[cfg(test)]
-    fail: bool,
-}
-
-impl LogWrite {
-    /// Writes the group's blocks; durable when it returns `Ok`.
-    fn run(mut self, file: &File) -> std::io::Result<()> {
-        #[cfg(test)]
-        if self.fail {
-            return Err(std::io::Error::other("the disk failed (a test's doing)"));
-        }
-        let written = file.write_all_at(self.bytes.as_ref(), self.at);
-        if written.is_err() {
-            // Whatever part of it landed must not be replayed.
-            let first = &mut self.bytes.as_mut()[..BLOCK];
-            first.fill(0);
-            let _ = file.write_all_at(first, self.at);
-        }
-        written
     }
 }
 

@@ -134,3 +134,17 @@ fn starting_over_ends_the_log_before_the_records_of_earlier_epochs() {
     );
     assert!(std::fs::metadata(dir.join(WAL_FILE)).unwrap().len() >= PREALLOCATED);
 }
+
+/// Where the file system refuses `O_DIRECT`, the log is written through the
+/// page cache, synced all the same (`O_DSYNC`).
+#[test]
+fn a_log_without_o_direct_reads_back() {
+    let dir = folder("buffered");
+    std::fs::write(dir.join(BUFFERED_MARKER), "").unwrap();
+    let mut wal = LogFile::open(&dir, WAL_FILE, 0).unwrap().wal;
+    wal.start_over(3).unwrap();
+    wal.append(&[&batch(&[(b"k1", Some(b"v1"))])]).unwrap();
+    wal.append(&[&batch(&[(b"k2", None)])]).unwrap();
+    let opened = LogFile::open(&dir, WAL_FILE, 0).unwrap();
+    assert_eq!((opened.epoch, opened.records.len()), (Some(3), 2));
+}
