@@ -36,7 +36,7 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 token="crm_contract$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
 log="$cache/contract-serve.log"
 CRM_BOOTSTRAP_TOKEN="$token" RUST_LOG=${CONTRACT_LOG:-warn} \
-  target/debug/crm serve --in-memory --port "$port" >"$log" 2>&1 &
+  "${CARGO_TARGET_DIR:-target}"/debug/crm serve --in-memory --port "$port" >"$log" 2>&1 &
 serve_pid=$!
 trap 'kill "$serve_pid" 2>/dev/null || true; wait "$serve_pid" 2>/dev/null || true' EXIT INT TERM
 base="http://127.0.0.1:$port"

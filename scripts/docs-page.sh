@@ -25,7 +25,7 @@ enter_loopback_namespace "$0" "$@"
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 profile=$(mktemp -d)
 CRM_BOOTSTRAP_TOKEN=crm_docs_page_0123456789 RUST_LOG=warn \
-  target/debug/crm serve --in-memory --port "$port" >"$cache/docs-page-serve.log" 2>&1 &
+  "${CARGO_TARGET_DIR:-target}"/debug/crm serve --in-memory --port "$port" >"$cache/docs-page-serve.log" 2>&1 &
 serve_pid=$!
 trap 'kill "$serve_pid" 2>/dev/null || true; wait "$serve_pid" 2>/dev/null || true; rm -rf "$profile"' EXIT INT TERM
 for _ in $(seq 1 150); do
