@@ -5,7 +5,7 @@
 //! commit touched (a create touches a dozen: its items, their index entries,
 //! the counters, the branches above them), and on this machine that was two
 //! thirds of a create's CPU. The log makes a group durable with one small
-//! sequential append and one `fdatasync`; the writes themselves wait in
+//! sequential synced write; the writes themselves wait in
 //! memory ([`super::overlay`]) for a checkpoint, which writes them into the
 //! engine in one durable commit, in the background.
 //!
@@ -163,6 +163,9 @@ pub(super) struct LogFile {
     epoch: u64,
     /// Bytes of records after the header: whole blocks.
     len: u64,
+    /// Whether the file was started over since it was opened: until then
+    /// its records may still be needed, and appends are refused.
+    started: bool,
     /// The folder, where a test puts [`FAIL_MARKER`] to make appends fail.
     #[cfg(test)]
     dir: std::path::PathBuf,
@@ -205,16 +208,26 @@ impl LogFile {
         // after a clean close the epochs are past, and nothing is read.
         let mut reader = BufReader::with_capacity(64 * 1024, &file);
         let mut header = [0; FILE_HEADER_1 as usize];
-        let (epoch, start) = match reader.read_exact(&mut header) {
+        let (epoch, format) = match reader.read_exact(&mut header) {
             Ok(()) if header.starts_with(MAGIC) => {
                 let epoch = u64::from_le_bytes(header[8..].try_into().expect("8 bytes"));
-                let start = match header[7] {
-                    1 => FILE_HEADER_1,
-                    _ => FILE_HEADER,
-                };
-                (Some(epoch), start)
+                (Some(epoch), header[7])
             }
-            _ => (None, FILE_HEADER),
+            _ => (None, FORMAT),
+        };
+        let start = match format {
+            1 => FILE_HEADER_1,
+            FORMAT => FILE_HEADER,
+            // Its records would be lost, or misread: a newer crm wrote it.
+            _ => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!(
+                        "{} is a log of format {format}: open it with the crm that wrote it",
+                        path.display()
+                    ),
+                ));
+            }
         };
         let mut records = Vec::new();
         if let Some(e) = epoch.filter(|e| *e >= from) {
@@ -223,7 +236,8 @@ impl LogFile {
                 &mut std::io::sink(),
             )?;
             let mut at = start;
-            while let Some(record) = next_record(&mut reader, e, size.saturating_sub(at)) {
+            let padded = format == FORMAT;
+            while let Some(record) = next_record(&mut reader, e, padded, size.saturating_sub(at)) {
                 at += (HEADER + record.len) as u64;
                 records.extend(record.payload);
             }
@@ -249,8 +263,10 @@ impl LogFile {
         let wal = Self {
             file: open_for_writes(&path, direct)?,
             epoch: epoch.unwrap_or(0),
-            // Past the records read, at a block's start; open starts over.
+            // Appends start over the records read, once the caller has
+            // started the file over (`started`).
             len: 0,
+            started: false,
             #[cfg(test)]
             dir: dir.to_owned(),
         };
@@ -288,7 +304,7 @@ impl LogFile {
             // Records stay under a request's 100 items of 400 KB: far below 2 GiB.
             put(payload.len() as u32, payload);
         }
-        put(PADDING | (pad - HEADER) as u32, &vec![0; pad - HEADER]);
+        put(PADDING | (pad - HEADER) as u32, &[0; BLOCK][..pad - HEADER]);
         let write = LogWrite {
             at: FILE_HEADER + self.len,
             bytes,
@@ -301,6 +317,10 @@ impl LogFile {
 
     /// Appends the records of groups, durably.
     pub fn append(&mut self, batches: &[&Batch]) -> std::io::Result<()> {
+        if !self.started {
+            // A bug: the records read at open would be written over.
+            return Err(std::io::Error::other("the log's file was not started over"));
+        }
         let write = self.prepare(batches);
         write.map_or(Ok(()), |w| w.run(&self.file))
     }
@@ -315,6 +335,7 @@ impl LogFile {
         self.file.write_all_at(header.as_ref(), 0)?;
         self.epoch = epoch;
         self.len = 0;
+        self.started = true;
         Ok(())
     }
 }
@@ -327,15 +348,16 @@ struct Record {
 }
 
 /// The next whole record of `epoch`, if there is one within the `left` bytes
-/// of the file.
-fn next_record(reader: &mut impl Read, epoch: u64, left: u64) -> Option<Record> {
+/// of the file; padding records only where the format has them (`padded`).
+fn next_record(reader: &mut impl Read, epoch: u64, padded: bool, left: u64) -> Option<Record> {
     let mut header = [0; HEADER];
     reader.read_exact(&mut header).ok()?;
     let len = u32::from_le_bytes(header[..4].try_into().ok()?);
     let crc = u32::from_le_bytes(header[4..8].try_into().ok()?);
     let of = u64::from_le_bytes(header[8..].try_into().ok()?);
     let (padding, len) = (len & PADDING != 0, (len & !PADDING) as usize);
-    if (len == 0 && !padding) || of != epoch || (HEADER + len) as u64 > left {
+    if (len == 0 && !padding) || (padding && !padded) || of != epoch || (HEADER + len) as u64 > left
+    {
         return None;
     }
     let mut payload = vec![0; len];

@@ -69,8 +69,9 @@ fn a_log_reads_back_until_a_torn_or_corrupt_record() {
     std::fs::write(&path, &bytes).unwrap();
     assert_eq!(LogFile::open(&dir, WAL_FILE, 0).unwrap().records.len(), 0);
 
-    // A group whose write never landed (its blocks still zeros) ends the
-    // log: the group after it is not read.
+    // A group whose write never landed (its block holds what was there
+    // before: here a record of epoch 7) ends the log: the group after it is
+    // not read.
     let mut wal = LogFile::open(&dir, WAL_FILE, 0).unwrap().wal;
     wal.start_over(8).unwrap();
     let lost = wal.prepare(&[&first]).unwrap();
@@ -121,10 +122,14 @@ fn starting_over_ends_the_log_before_the_records_of_earlier_epochs() {
     wal.start_over(1).unwrap();
     let long = batch(&[(b"k1", Some(b"a longer value")), (b"k2", None)]);
     wal.append(&[&long, &long]).unwrap();
+    wal.append(&[&long]).unwrap();
     wal.start_over(2).unwrap();
     let opened = LogFile::open(&dir, WAL_FILE, 0).unwrap();
     assert_eq!((opened.epoch, opened.records.len()), (Some(2), 0));
     let mut wal = opened.wal;
+    assert!(wal.append(&[&long]).is_err(), "not started over since open");
+    wal.start_over(2).unwrap();
+    // Over epoch 1's first group; its second, whole, stays in the next block.
     wal.append(&[&batch(&[(b"k3", None)])]).unwrap();
     let opened = LogFile::open(&dir, WAL_FILE, 0).unwrap();
     assert_eq!(
@@ -133,6 +138,48 @@ fn starting_over_ends_the_log_before_the_records_of_earlier_epochs() {
         "epoch 1's records stay behind, unread"
     );
     assert!(std::fs::metadata(dir.join(WAL_FILE)).unwrap().len() >= PREALLOCATED);
+}
+
+#[test]
+fn groups_of_any_size_fill_whole_blocks() {
+    let dir = folder("blocks");
+    let mut wal = LogFile::open(&dir, WAL_FILE, 0).unwrap().wal;
+    wal.start_over(1).unwrap();
+    // A record of 4,080 bytes leaves 16 for the padding: its header alone.
+    let exact = vec![7; BLOCK - 2 * HEADER - 9];
+    let large = vec![8; 3 * BLOCK];
+    let (a, b, c) = (
+        batch(&[(b"a", Some(&exact))]),
+        batch(&[(b"b", Some(&large))]),
+        batch(&[(b"c", None)]),
+    );
+    assert_eq!(HEADER + a.len(), BLOCK - HEADER);
+    for group in [&a, &b, &c] {
+        wal.append(&[group]).unwrap();
+        assert_eq!(wal.len % BLOCK as u64, 0);
+    }
+    assert_eq!(wal.len, (BLOCK + 4 * BLOCK + BLOCK) as u64);
+    let records = LogFile::open(&dir, WAL_FILE, 0).unwrap().records;
+    let keys: Vec<_> = records
+        .iter()
+        .map(|r| effects(r).unwrap()[0].0.to_vec())
+        .collect();
+    assert_eq!(keys, [b"a", b"b", b"c"]);
+    assert_eq!(effects(&records[1]).unwrap()[0].1, Some(&large[..]));
+}
+
+#[test]
+fn a_failed_write_is_not_read_back() {
+    let dir = folder("failed");
+    let mut wal = LogFile::open(&dir, WAL_FILE, 0).unwrap().wal;
+    wal.start_over(1).unwrap();
+    wal.append(&[&batch(&[(b"k1", None)])]).unwrap();
+    // The blocks land, and the disk reports a failure all the same.
+    std::fs::write(dir.join(FAIL_MARKER), "").unwrap();
+    let failed = batch(&[(b"k2", Some(b"v2"))]);
+    assert!(wal.append(&[&failed, &failed]).is_err());
+    let records = LogFile::open(&dir, WAL_FILE, 0).unwrap().records;
+    assert_eq!(records.len(), 1, "only the group before it");
 }
 
 /// Where the file system refuses `O_DIRECT`, the log is written through the
@@ -147,4 +194,15 @@ fn a_log_without_o_direct_reads_back() {
     wal.append(&[&batch(&[(b"k2", None)])]).unwrap();
     let opened = LogFile::open(&dir, WAL_FILE, 0).unwrap();
     assert_eq!((opened.epoch, opened.records.len()), (Some(3), 2));
+}
+
+#[test]
+fn a_log_of_an_unknown_format_stops_the_open() {
+    let dir = folder("format-9");
+    let mut bytes = b"CRMWAL\x00\x09".to_vec();
+    bytes.extend_from_slice(&3u64.to_le_bytes());
+    std::fs::write(dir.join(WAL_FILE), &bytes).unwrap();
+    let refused = LogFile::open(&dir, WAL_FILE, 0).err().expect("refused");
+    assert_eq!(refused.kind(), std::io::ErrorKind::InvalidData);
+    assert!(refused.to_string().contains("format 9"), "{refused}");
 }
