@@ -1,10 +1,10 @@
 //! The store while a checkpoint is under way or failing (a full or failing
-//! disk, made by a test marker file: [`super::writer::CHECKPOINT_FAIL_MARKER`]).
+//! disk, made by a test marker file: [`super::checkpointer::CHECKPOINT_FAIL_MARKER`]).
 
 use std::time::{Duration, Instant};
 
+use super::checkpointer::CHECKPOINT_FAIL_MARKER;
 use super::wal::WAL_FILES;
-use super::writer::CHECKPOINT_FAIL_MARKER;
 use super::{DATA_FILE, EmbeddedStore};
 use crate::store::*;
 use serde_json::json;
@@ -121,5 +121,49 @@ async fn a_close_whose_checkpoint_fails_leaves_both_files_to_replay() {
         let store = EmbeddedStore::open(&dir, crate::keys::GSIS).unwrap();
         assert_eq!(values(&store).await, all);
     }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// While checkpoints fail, writes go on until what waits for one passes a
+/// bound ([`super::writer`]'s `UNCHECKPOINTED`: 16 KB in tests); then they
+/// are refused with 503, and resume once a checkpoint is made. Nothing
+/// acknowledged is lost on the way.
+#[tokio::test]
+async fn writes_are_refused_past_a_bound_while_checkpoints_fail() {
+    let (dir, store) = writing_past_a_failed_checkpoint().await;
+    let padded = |sk: &str| {
+        let item = json!({ "pk": "T#k", "sk": sk, "v": 0, "pad": "x".repeat(1000) });
+        vec![Write::Put {
+            item: item.as_object().unwrap().clone(),
+            condition: None,
+        }]
+    };
+    let mut acknowledged = Vec::new();
+    let refused = loop {
+        let sk = format!("p{:03}", acknowledged.len());
+        match store.write(padded(&sk)).await {
+            Ok(_) => acknowledged.push(sk),
+            Err(e) => break e,
+        }
+        assert!(acknowledged.len() < 100, "never refused");
+    };
+    assert!(matches!(refused, StoreError::Unavailable(_)), "{refused:?}");
+    assert!(
+        acknowledged.len() >= 5,
+        "{} writes before",
+        acknowledged.len()
+    );
+
+    std::fs::remove_file(dir.join(CHECKPOINT_FAIL_MARKER)).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while store.write(padded("after")).await.is_err() {
+        assert!(Instant::now() < deadline, "writes never resumed");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    for sk in &acknowledged {
+        let key = Key::new("T#k", sk.as_str());
+        assert!(store.get(&key, true).await.unwrap().is_some(), "{sk}");
+    }
+    drop(store);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -28,6 +28,7 @@
 
 #[cfg(test)]
 mod checkpoint_tests;
+mod checkpointer;
 mod codec;
 #[cfg(test)]
 mod log_failure_tests;

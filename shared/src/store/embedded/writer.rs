@@ -27,7 +27,9 @@
 //! commit, numbered, while the groups that follow go to a new overlay, and
 //! their records to the log's other file. Once the commit is made, the views
 //! drop the frozen overlay: readers find its writes in the engine. One
-//! checkpoint at a time; a close is a last one.
+//! checkpoint at a time; a close is a last one. While checkpoints fail,
+//! writes go on into the overlay until 64 MB of them wait for a checkpoint,
+//! then are refused (503) until one is made.
 //!
 //! A failed append stops the store's writes: what the overlay holds past the
 //! last published snapshot may not be durable, so nothing may build on it.
@@ -44,11 +46,14 @@ use std::time::{Duration, Instant};
 use redb::Database;
 use tokio::sync::oneshot;
 
+#[cfg(test)]
+use super::checkpointer::CHECKPOINT_FAIL_MARKER;
+use super::checkpointer::{self, checkpoint_unless};
 use super::overlay::Overlay;
 use super::publish::{Committed, Shared, answer_all, append, publish};
 use super::read::{Engine, Published, Snapshot};
 use super::wal::{Batch, Wal};
-use super::write::{apply, checkpoint};
+use super::write::apply;
 use crate::store::cache::RecordCache;
 use crate::store::*;
 
@@ -60,6 +65,11 @@ pub const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 /// ...and once the overlay holds this much (about what the log holds): the
 /// memory it takes.
 const CHECKPOINT_BYTES: u64 = 4 << 20;
+
+/// While checkpoints fail, the writes since the last one stay in memory and
+/// in the log: past this much of them, writes are refused (503) until a
+/// checkpoint is made, rather than memory and the log growing without bound.
+const UNCHECKPOINTED: u64 = if cfg!(test) { 16 << 10 } else { 64 << 20 };
 
 /// What the writer thread is sent.
 pub(super) enum Msg {
@@ -135,15 +145,8 @@ pub(super) fn spawn(config: Config) -> (sync_mpsc::Sender<Msg>, JoinHandle<()>) 
     let fail = (config.wal.as_ref()).map(|wal| wal.dir().join(CHECKPOINT_FAIL_MARKER));
     #[cfg(not(test))]
     let fail = None;
-    let (to_checkpoint, checkpoint_thread) = {
-        let (to_checkpoint, from_writer) = sync_mpsc::channel::<(Overlay, u64)>();
-        let (db, to_writer, fail) = (config.db.clone(), tx.clone(), fail.clone());
-        let thread = std::thread::Builder::new()
-            .name("crm-store-checkpoint".into())
-            .spawn(move || checkpoint_stage(&db, from_writer, to_writer, fail))
-            .expect("the store's checkpoint thread");
-        (to_checkpoint, thread)
-    };
+    let (to_checkpoint, checkpoint_thread) =
+        checkpointer::start(config.db.clone(), tx.clone(), fail.clone());
     let mut writer = Writer {
         db: config.db,
         defs: config.defs,
@@ -207,44 +210,6 @@ fn stopped() -> StoreError {
     )
 }
 
-/// In tests: while a file of this name is in the folder, checkpoints fail.
-#[cfg(test)]
-pub(super) const CHECKPOINT_FAIL_MARKER: &str = "fail-the-checkpoints";
-
-/// [`checkpoint`], unless a test's marker file (`fail`) is there.
-fn checkpoint_unless(
-    fail: &Option<PathBuf>,
-    db: &Database,
-    overlays: &[&Overlay],
-    number: u64,
-) -> Result<(), StoreError> {
-    match fail.as_ref().filter(|marker| marker.exists()) {
-        Some(_) => Err(StoreError::Unavailable(
-            "the disk failed (a test's doing)".into(),
-        )),
-        None => checkpoint(db, overlays, number),
-    }
-}
-
-/// The checkpoint thread: writes each overlay it is given into the engine.
-fn checkpoint_stage(
-    db: &Database,
-    from_writer: sync_mpsc::Receiver<(Overlay, u64)>,
-    to_writer: sync_mpsc::Sender<Msg>,
-    fail: Option<PathBuf>,
-) {
-    while let Ok((frozen, number)) = from_writer.recv() {
-        let engine = checkpoint_unless(&fail, db, &[&frozen], number).and_then(|()| Engine::of(db));
-        drop(frozen);
-        if to_writer
-            .send(Msg::Checkpointed { number, engine })
-            .is_err()
-        {
-            return;
-        }
-    }
-}
-
 impl Writer {
     fn commit(&mut self, group: Vec<Request>) {
         let (writes, replies): (Vec<Vec<Write>>, Vec<Reply>) =
@@ -255,6 +220,15 @@ impl Writer {
         }
         // The log's epoch moves with a new checkpoint, before this group.
         let switch = self.checkpoint_if_due();
+        let held = self.state.overlay.bytes + self.state.frozen.bytes;
+        if self.retry_at.is_some() && held >= UNCHECKPOINTED && !replies.is_empty() {
+            let e = StoreError::Unavailable(
+                "embedded store: its checkpoints fail (a full or failing disk?); \
+                 writes resume once one is made"
+                    .into(),
+            );
+            return answer_all(replies, &e);
+        }
         let (replies, answers, log) = match self.apply_group(&writes) {
             Ok((answers, log)) => (replies, answers, log),
             Err(e) => {
