@@ -17,8 +17,8 @@
 //! moved with its item. Each `write` is all or nothing, and durable before it
 //! is acknowledged when the store is in a folder: its effects are in the
 //! folder's write-ahead log, synced ([`wal`]). Writes go through one writer
-//! thread that applies what is waiting together (group commit: one
-//! `fdatasync` acknowledges many) to an in-memory overlay ([`overlay`]),
+//! thread that applies what is waiting together (group commit: one synced
+//! write of the log acknowledges many) to an in-memory overlay ([`overlay`]),
 //! which checkpoints write into the engine in the background ([`writer`]).
 //! Reads are published views (the engine as of a checkpoint, the overlay
 //! since), never blocked by the writer.

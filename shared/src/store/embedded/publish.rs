@@ -48,7 +48,8 @@ impl Committed {
 }
 
 /// A group's records, in its epoch's file: a switch moves the appends to
-/// the other file first (one `fdatasync`; none for a group with no record).
+/// the other file first (its header block, one synced write); then the
+/// group's records, one synced write (none for a group with no record).
 pub(super) fn append(wal: &mut Wal, group: &Committed) -> std::io::Result<()> {
     if let Some(epoch) = group.switch {
         wal.switch(epoch)?;

@@ -146,9 +146,7 @@ impl Wal {
     }
 
     /// Moves the appends to the other file, started over for the groups
-    /// after checkpoint `epoch`. The engine must hold its records already,
-    /// and no write to the active file be under way: a crash must not keep
-    /// a group of the new epoch without every group of the old one.
+    /// after checkpoint `epoch`. The engine must hold its records already.
     pub fn switch(&mut self, epoch: u64) -> std::io::Result<()> {
         self.files[1 - self.active].start_over(epoch)?;
         self.active = 1 - self.active;
