@@ -6,6 +6,9 @@
 //!
 //!   bench-local --crm target/release/crm --sizes 10000,100000,1000000
 
+#[path = "../cpu.rs"]
+mod cpu;
+
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
@@ -13,6 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+use cpu::cpu_ns;
 use serde_json::json;
 use shared::keys;
 use shared::store::embedded::EmbeddedStore;
@@ -191,19 +195,6 @@ fn rss_mb(pid: u32) -> f64 {
         .and_then(|kb| kb.parse::<f64>().ok())
         .unwrap_or(0.0)
         / 1024.0
-}
-
-/// Nanoseconds a process has been on a CPU: the sum over its threads
-/// (`/proc/<pid>/task/*/schedstat`, exact, unlike the ticks of `stat`).
-fn cpu_ns(pid: u32) -> u64 {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return 0;
-    };
-    tasks
-        .flatten()
-        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
-        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-        .sum()
 }
 
 /// One keep-alive HTTP/1.1 connection, calling with one token.

@@ -3,9 +3,15 @@
 //! write also waits for the store's writer thread). What
 //! `bench-local` measures through TCP mixes this with the kernel's and the
 //! load generator's share of the same 2 cores; this is the part the code owns,
-//! and it varies far less from run to run.
+//! and it varies far less from run to run. Creates are also made 16 at a time
+//! (as bench-local's 16 connections make them), in memory and on a folder,
+//! and measured in CPU per create over the process's threads (the writer's and
+//! the checkpoints' included): the figure to compare two builds of the store by.
 //!
 //!   bench-router --requests 200000
+
+#[path = "../cpu.rs"]
+mod cpu;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -32,7 +38,11 @@ struct Args {
     #[arg(long, default_value_t = 200_000)]
     requests: u32,
     /// What to measure (for a profile of one kind).
-    #[arg(long, value_delimiter = ',', default_value = "hello,get,list,create")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "hello,get,list,create,concurrent"
+    )]
     kinds: Vec<String>,
 }
 
@@ -75,6 +85,42 @@ async fn per_request(n: u32, mut one: impl AsyncFnMut(u32)) -> f64 {
     started.elapsed().as_secs_f64() * 1e6 / f64::from(n.max(1))
 }
 
+/// Creates `n` tags, `tasks` at a time; answers the process's CPU
+/// microseconds per create (all its threads) and the wall time per create.
+async fn concurrent_creates(app: &axum::Router, token: &str, tasks: u32, n: u32) -> (f64, f64) {
+    let pid = std::process::id();
+    let (started, cpu_before) = (Instant::now(), cpu::cpu_ns(pid));
+    let mut set = tokio::task::JoinSet::new();
+    for t in 0..tasks {
+        let (app, token) = (app.clone(), token.to_owned());
+        set.spawn(async move {
+            for i in 0..n / tasks {
+                let body = format!(r#"{{"name":"concurrent {t} {i}"}}"#);
+                let (status, answer) = call(&app, "POST", "/v3/tags", &token, &body).await;
+                assert_eq!(status, StatusCode::CREATED, "{answer}");
+            }
+        });
+    }
+    set.join_all().await;
+    let made = f64::from(n / tasks * tasks);
+    let cpu = cpu::cpu_ns(pid).saturating_sub(cpu_before) as f64 / 1000.0;
+    (cpu / made, started.elapsed().as_secs_f64() * 1e6 / made)
+}
+
+/// The Router of `crm serve` on `store`, a token for it, and a tag's path.
+async fn serve(store: EmbeddedStore) -> (axum::Router, String, String) {
+    let store = Arc::new(store);
+    shared::domain::workspaces::bootstrap(store.as_ref(), "bench", Some(TOKEN.into()))
+        .await
+        .expect("bootstrap");
+    let app = crm::app(AppState::new(store));
+    let (_, body) = call(&app, "POST", "/v3/api-tokens", TOKEN, r#"{"name":"bench"}"#).await;
+    let token = field(&body, "token");
+    let (_, body) = call(&app, "POST", "/v3/tags", &token, r#"{"name":"read me"}"#).await;
+    let path = format!("/v3/tags/{}", field(&body, "id"));
+    (app, token, path)
+}
+
 fn main() {
     let args = Args::parse();
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -82,15 +128,7 @@ fn main() {
         .build()
         .expect("a runtime");
     runtime.block_on(async {
-        let store = Arc::new(EmbeddedStore::in_memory(keys::GSIS));
-        shared::domain::workspaces::bootstrap(store.as_ref(), "bench", Some(TOKEN.into()))
-            .await
-            .expect("bootstrap");
-        let app = crm::app(AppState::new(store));
-        let (_, body) = call(&app, "POST", "/v3/api-tokens", TOKEN, r#"{"name":"bench"}"#).await;
-        let token = field(&body, "token");
-        let (_, body) = call(&app, "POST", "/v3/tags", &token, r#"{"name":"read me"}"#).await;
-        let path = format!("/v3/tags/{}", field(&body, "id"));
+        let (app, token, path) = serve(EmbeddedStore::in_memory(keys::GSIS)).await;
 
         // Warm the allocator and the engine's cache first.
         for _ in 0..1000 {
@@ -144,6 +182,22 @@ fn main() {
         for (kind, name, micros) in rows {
             if wanted(kind) {
                 println!("| {name} | {micros:.1} |");
+            }
+        }
+        if wanted("concurrent") {
+            let n = args.requests / 4;
+            let memory = concurrent_creates(&app, &token, 16, n).await;
+            let folder = std::env::temp_dir().join(format!("crm-bench-router-{}", std::process::id()));
+            let store = EmbeddedStore::open(&folder, keys::GSIS).expect("a store folder");
+            let (on_disk, token, _) = serve(store).await;
+            let durable = concurrent_creates(&on_disk, &token, 16, n).await;
+            drop(on_disk);
+            let _ = std::fs::remove_dir_all(&folder);
+            println!();
+            println!("| POST /v3/tags, 16 at a time, in process | CPU per create (all threads) | wall time per create |");
+            println!("|---|---|---|");
+            for (name, (cpu, wall)) in [("`--in-memory`", memory), ("`--data` (durable)", durable)] {
+                println!("| {name} | {cpu:.1} µs | {wall:.1} µs |");
             }
         }
     });

@@ -13,10 +13,9 @@ use redb::Database;
 use serde_json::Value;
 
 use super::read::{Engine, Snapshot};
-use super::wal::Batch;
-use super::write::{checkpoint, delete, put};
+use super::write::{checkpoint, write_one};
 use super::{DATA_FILE, INDEXES, ITEMS, engine};
-use crate::store::{Index, Key, StoreError};
+use crate::store::{Index, Key, StoreError, Write};
 
 pub const LOG_FILE: &str = "crm-store.jsonl";
 const LINES_PER_COMMIT: usize = 10_000;
@@ -73,12 +72,24 @@ fn replay(log: &Path, into: &Path, defs: &[Index]) -> Result<usize, StoreError> 
             };
             for item in entry["put"].as_array().into_iter().flatten() {
                 if let Some(item) = item.as_object() {
-                    put(&mut state, defs, item.clone(), &mut Batch::off())?;
+                    let put = Write::Put {
+                        item: item.clone(),
+                        condition: None,
+                    };
+                    write_one(&mut state, defs, put)?;
                 }
             }
             for key in entry["delete"].as_array().into_iter().flatten() {
                 if let (Some(pk), Some(sk)) = (key[0].as_str(), key[1].as_str()) {
-                    delete(&mut state, defs, &Key::new(pk, sk), &mut Batch::off())?;
+                    let key = Key::new(pk, sk);
+                    write_one(
+                        &mut state,
+                        defs,
+                        Write::Delete {
+                            key,
+                            condition: None,
+                        },
+                    )?;
                 }
             }
         }

@@ -35,6 +35,7 @@ mod log_failure_tests;
 mod migrate;
 mod overlay;
 pub mod partitions;
+mod prepare;
 mod publish;
 mod read;
 mod wal;
@@ -215,10 +216,10 @@ impl EmbeddedStore {
     }
 
     /// The engine's key of a secondary-index entry of `item`, if it has one.
-    fn index_key(position: usize, def: &Index, item: &Item) -> Option<Vec<u8>> {
+    /// The entry of `item` (of `key`) in the index at `position`, if it has one.
+    fn index_key(position: usize, def: &Index, item: &Item, key: &Key) -> Option<Vec<u8>> {
         let ipk = item.get(def.pk)?.as_str()?;
         let isk = item.get(def.sk)?.as_str()?;
-        let key = Key::of(item)?;
         let mut out = vec![position as u8];
         out.extend(codec::encode(&[ipk, isk, &key.pk, &key.sk]));
         Some(out)
@@ -326,6 +327,7 @@ impl Store for EmbeddedStore {
             .partitions
             .as_ref()
             .map(|p| (p.clone(), writes.clone()));
+        let writes = prepare::prepare(&self.index_defs, writes)?;
         let (reply, answer) = oneshot::channel();
         self.writer
             .as_ref()

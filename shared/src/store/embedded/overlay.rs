@@ -42,14 +42,14 @@ pub(super) struct Overlay {
 }
 
 impl Overlay {
-    pub fn set(&mut self, index: bool, key: &[u8], value: Option<&[u8]>) {
-        self.bytes += (key.len() + value.map_or(0, <[u8]>::len)) as u64;
+    pub fn set(&mut self, index: bool, key: Bytes, value: Option<Bytes>) {
+        self.bytes += (key.len() + value.as_ref().map_or(0, |v| v.len())) as u64;
         let entries = if index {
             &mut self.indexes
         } else {
             &mut self.items
         };
-        entries.insert(Arc::from(key), value.map(Arc::from));
+        entries.insert(key, value);
     }
 }
 

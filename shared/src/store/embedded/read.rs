@@ -168,9 +168,11 @@ pub(super) fn query(
             let mut prefix = vec![position as u8];
             prefix.extend(encode(&[&query.pk]));
             let start = match &query.start_after {
-                Some(s) => Some(
-                    EmbeddedStore::index_key(position, &query.index, s).ok_or_else(bad_start)?,
-                ),
+                Some(s) => {
+                    let key = Key::of(s).ok_or_else(bad_start)?;
+                    let entry = EmbeddedStore::index_key(position, &query.index, s, &key);
+                    Some(entry.ok_or_else(bad_start)?)
+                }
                 None => None,
             };
             (true, prefix, start)

@@ -6,11 +6,12 @@
 use redb::{Database, Durability};
 use serde_json::Value;
 
-use super::codec::{self, from_bytes, item_key, to_bytes, write_units};
-use super::overlay::Overlay;
+use super::codec::from_bytes;
+use super::overlay::{Bytes, Overlay};
+use super::prepare::{self, NewValue, Op, Prepared, entries};
 use super::read::{Engine, Snapshot};
 use super::wal::{self, Batch};
-use super::{EmbeddedStore, INDEXES, ITEMS, META, engine};
+use super::{INDEXES, ITEMS, META, engine};
 use crate::store::*;
 
 /// The engine's record of its last checkpoint (see [`wal`]).
@@ -79,31 +80,27 @@ pub(super) fn replay(
     number: u64,
 ) -> Result<(), StoreError> {
     let mut state = Snapshot::of_engine(Engine::of(db)?);
+    let unreadable = || StoreError::Other("an unreadable record in the store's log".into());
     for record in records {
-        let effects = wal::effects(record)
-            .ok_or_else(|| StoreError::Other("an unreadable record in the store's log".into()))?;
-        for (key, value) in effects {
-            match value {
-                Some(bytes) => {
-                    let item = from_bytes(bytes)?;
-                    put_bytes(&mut state, defs, key, bytes, &item)?
-                }
-                None => delete_bytes(&mut state, defs, key, &mut Batch::off())?,
+        for (engine_key, value) in wal::effects(record).ok_or_else(unreadable)? {
+            let old = state.item(engine_key)?;
+            let item = value.map(from_bytes).transpose()?;
+            // Nothing stored and nothing coming: nothing to do.
+            let Some(key) = item.as_ref().or(old.as_ref()).and_then(Key::of) else {
+                continue;
             };
+            let new = item.zip(value);
+            let new = new.map(|(item, bytes)| NewValue::encoded(defs, &key, &item, bytes));
+            let before = old_entries(defs, &key, old.as_ref());
+            set(
+                &mut state.overlay,
+                &Bytes::from(engine_key),
+                new.as_ref(),
+                before,
+            );
         }
     }
     checkpoint(db, &[&state.overlay], number)
-}
-
-fn holds(state: &Snapshot, key: &Key, condition: Condition) -> Result<bool, StoreError> {
-    let item = state.item(&item_key(key))?;
-    Ok(match condition {
-        Condition::Exists => item.is_some(),
-        Condition::NotExists => item.is_none(),
-        Condition::VersionIs(v) => {
-            item.and_then(|i| i.get(VERSION).and_then(Value::as_u64)) == Some(v)
-        }
-    })
 }
 
 /// Checks every condition of a request, then applies its writes. The outer
@@ -112,136 +109,114 @@ fn holds(state: &Snapshot, key: &Key, condition: Condition) -> Result<bool, Stor
 pub(super) fn apply(
     state: &mut Snapshot,
     defs: &[Index],
-    writes: &[Write],
+    writes: &[Prepared],
     log: &mut Batch,
 ) -> Result<Result<f64, StoreError>, StoreError> {
+    // What each key holds: read once (no two writes of a request share a
+    // key), decoded only where a version, a count or index entries need it.
+    let mut olds = Vec::with_capacity(writes.len());
     for (index, w) in writes.iter().enumerate() {
-        let ok = match w {
-            Write::Put { item, condition } => match (condition, Key::of(item)) {
-                (None, _) => true,
-                (Some(c), Some(k)) => holds(state, &k, *c)?,
-                (Some(_), None) => false,
-            },
-            Write::Delete { key, condition } => match condition {
-                None => true,
-                Some(c) => holds(state, key, *c)?,
-            },
-            Write::Check { key, condition } => holds(state, key, *condition)?,
-            Write::Add { .. } => true,
+        let stored = state.item_bytes(&w.engine_key)?;
+        let exists = stored.is_some();
+        let old = match stored {
+            Some(v) if !matches!(w.op, Op::Check { .. }) => Some(from_bytes(v.bytes())?),
+            Some(v) if matches!(w.op.condition(), Some(Condition::VersionIs(_))) => {
+                Some(from_bytes(v.bytes())?)
+            }
+            _ => None,
         };
-        if !ok {
+        let holds = match w.op.condition() {
+            None => true,
+            Some(Condition::Exists) => exists,
+            Some(Condition::NotExists) => !exists,
+            Some(Condition::VersionIs(v)) => {
+                old.as_ref()
+                    .and_then(|i| i.get(VERSION))
+                    .and_then(Value::as_u64)
+                    == Some(v)
+            }
+        };
+        if !holds {
             return Ok(Err(StoreError::ConditionFailed { index }));
         }
+        olds.push(old);
     }
     let mut units = 0.0;
-    for w in writes {
-        units += match w {
-            Write::Put { item, .. } => put(state, defs, item.clone(), log)?,
-            Write::Delete { key, .. } => {
-                delete(state, defs, key, log)?;
+    for (w, old) in writes.iter().zip(olds) {
+        let before = old_entries(defs, &w.key, old.as_ref());
+        units += match &w.op {
+            Op::Put { value, .. } => {
+                set(&mut state.overlay, &w.engine_key, Some(value), before);
+                log.put(&w.engine_key, &value.bytes);
+                value.units
+            }
+            Op::Delete { .. } => {
+                set(&mut state.overlay, &w.engine_key, None, before);
+                log.delete(&w.engine_key);
                 1.0
             }
-            Write::Check { .. } => 1.0,
-            Write::Add {
-                key,
-                attribute,
-                delta,
-            } => {
-                let mut item = state.item(&item_key(key))?.unwrap_or_else(|| {
+            Op::Check { .. } => 1.0,
+            Op::Add { attribute, delta } => {
+                let mut item = old.unwrap_or_else(|| {
                     let mut i = Item::new();
-                    i.insert(PK.into(), key.pk.clone().into());
-                    i.insert(SK.into(), key.sk.clone().into());
+                    i.insert(PK.into(), w.key.pk.clone().into());
+                    i.insert(SK.into(), w.key.sk.clone().into());
                     i
                 });
                 let current = item.get(*attribute).and_then(Value::as_i64).unwrap_or(0);
                 item.insert((*attribute).into(), current.saturating_add(*delta).into());
-                put(state, defs, item, log)?
+                let value = NewValue::of(defs, &w.key, item)?;
+                set(&mut state.overlay, &w.engine_key, Some(&value), before);
+                log.put(&w.engine_key, &value.bytes);
+                value.units
             }
         };
     }
     Ok(Ok(units))
 }
 
-/// Puts an item over any item of its key, moving its index entries; answers
-/// its write units.
-pub(super) fn put(
+/// Applies one write without a condition at once (a migration's).
+pub(super) fn write_one(
     state: &mut Snapshot,
     defs: &[Index],
-    mut item: Item,
-    log: &mut Batch,
-) -> Result<f64, StoreError> {
-    let Some(key) = Key::of(&item) else {
-        return Err(StoreError::Invalid("item without pk/sk".into()));
-    };
-    item.values_mut().for_each(codec::as_dynamodb_number);
-    let engine_key = item_key(&key);
-    let bytes = to_bytes(&item)?;
-    put_bytes(state, defs, &engine_key, &bytes, &item)?;
-    log.put(&engine_key, &bytes);
-    Ok(write_units(item_size(&item)))
-}
-
-/// Puts `item`, encoded as `bytes`, under its engine key.
-fn put_bytes(
-    state: &mut Snapshot,
-    defs: &[Index],
-    engine_key: &[u8],
-    bytes: &[u8],
-    item: &Item,
+    write: Write,
 ) -> Result<(), StoreError> {
-    let old = state.item(engine_key)?;
-    state.overlay.set(false, engine_key, Some(bytes));
-    move_entries(
-        &mut state.overlay,
-        defs,
-        old.as_ref(),
-        Some(item),
-        engine_key,
-    );
+    let write = prepare::one(defs, write)?;
+    apply(state, defs, std::slice::from_ref(&write), &mut Batch::off())??;
     Ok(())
 }
 
-pub(super) fn delete(
-    state: &mut Snapshot,
-    defs: &[Index],
-    key: &Key,
-    log: &mut Batch,
-) -> Result<(), StoreError> {
-    delete_bytes(state, defs, &item_key(key), log)
+/// The index entries an item of `key` had, by the index's position.
+fn old_entries(defs: &[Index], key: &Key, old: Option<&Item>) -> Vec<Option<Vec<u8>>> {
+    match old {
+        Some(_) => entries(defs, key, old).collect(),
+        None => Vec::new(),
+    }
 }
 
-fn delete_bytes(
-    state: &mut Snapshot,
-    defs: &[Index],
-    engine_key: &[u8],
-    log: &mut Batch,
-) -> Result<(), StoreError> {
-    let old = state.item(engine_key)?;
-    state.overlay.set(false, engine_key, None);
-    log.delete(engine_key);
-    move_entries(&mut state.overlay, defs, old.as_ref(), None, engine_key);
-    Ok(())
-}
-
-/// Replaces the index entries of `old` by those of `new`.
-fn move_entries(
+/// Puts `new` under an engine key (or deletes what it holds), replacing the
+/// index entries it had (`before`) by the new item's.
+fn set(
     overlay: &mut Overlay,
-    defs: &[Index],
-    old: Option<&Item>,
-    new: Option<&Item>,
-    engine_key: &[u8],
+    engine_key: &Bytes,
+    new: Option<&NewValue>,
+    before: Vec<Option<Vec<u8>>>,
 ) {
-    for (position, def) in defs.iter().enumerate() {
-        let before = old.and_then(|i| EmbeddedStore::index_key(position, def, i));
-        let after = new.and_then(|i| EmbeddedStore::index_key(position, def, i));
-        if before == after {
+    overlay.set(false, engine_key.clone(), new.map(|v| v.bytes.clone()));
+    let after = new.map_or(&[][..], |v| &v.entries[..]);
+    let positions = before.len().max(after.len());
+    let mut before = before.into_iter();
+    for position in 0..positions {
+        let old = before.next().flatten();
+        let new = after.get(position).cloned().flatten();
+        if old.as_deref() == new.as_deref() {
             continue;
         }
-        if let Some(k) = before {
-            overlay.set(true, &k, None);
+        if let Some(k) = old {
+            overlay.set(true, Bytes::from(k), None);
         }
-        if let Some(k) = after {
-            overlay.set(true, &k, Some(engine_key));
+        if let Some(k) = new {
+            overlay.set(true, k, Some(engine_key.clone()));
         }
     }
 }

@@ -50,6 +50,7 @@ use tokio::sync::oneshot;
 use super::checkpointer::CHECKPOINT_FAIL_MARKER;
 use super::checkpointer::{self, checkpoint_unless};
 use super::overlay::Overlay;
+use super::prepare::Prepared;
 use super::publish::{Committed, Shared, answer_all, append, publish};
 use super::read::{Engine, Published, Snapshot};
 use super::wal::{Batch, Wal};
@@ -84,7 +85,7 @@ pub(super) enum Msg {
 }
 
 pub(super) struct Request {
-    pub writes: Vec<Write>,
+    pub writes: Vec<Prepared>,
     pub reply: Reply,
 }
 
@@ -212,7 +213,7 @@ fn stopped() -> StoreError {
 
 impl Writer {
     fn commit(&mut self, group: Vec<Request>) {
-        let (writes, replies): (Vec<Vec<Write>>, Vec<Reply>) =
+        let (writes, replies): (Vec<Vec<Prepared>>, Vec<Reply>) =
             group.into_iter().map(|r| (r.writes, r.reply)).unzip();
         if self.stopped {
             self.pending_since = None; // none due until the close's last one
@@ -243,7 +244,7 @@ impl Writer {
         self.hand_on(Committed {
             replies,
             answers,
-            keys: writes.iter().flatten().filter_map(Write::key).collect(),
+            keys: writes.into_iter().flatten().map(|w| w.key).collect(),
             log,
             switch,
             snapshot: self.state.clone(),
@@ -254,7 +255,7 @@ impl Writer {
     /// An error of the store applies none of it.
     fn apply_group(
         &mut self,
-        group: &[Vec<Write>],
+        group: &[Vec<Prepared>],
     ) -> Result<(Vec<Answer>, Vec<Batch>), StoreError> {
         let before = self.state.overlay.clone();
         let (mut answers, mut log) = (Vec::new(), Vec::new());
