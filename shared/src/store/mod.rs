@@ -327,20 +327,24 @@ pub(crate) fn check_writes(writes: &[Write]) -> Result<(), StoreError> {
             writes.len()
         )));
     }
-    let mut keys = std::collections::HashSet::new();
+    // Borrowed, not cloned: this runs on every write.
+    let mut keys = Vec::with_capacity(writes.len());
     for w in writes {
-        let key = w
-            .key()
-            .ok_or_else(|| StoreError::Invalid("item without pk/sk".into()))?;
+        let key = match w {
+            Write::Put { item, .. } => item
+                .get(PK)
+                .and_then(Value::as_str)
+                .zip(item.get(SK).and_then(Value::as_str)),
+            Write::Delete { key, .. } | Write::Check { key, .. } | Write::Add { key, .. } => {
+                Some((key.pk.as_str(), key.sk.as_str()))
+            }
+        };
+        let (pk, sk) = key.ok_or_else(|| StoreError::Invalid("item without pk/sk".into()))?;
         // DynamoDB refuses empty and oversized keys; so does every backend here.
-        if key.pk.is_empty() || key.sk.is_empty() || key.pk.len() > 2048 || key.sk.len() > 1024 {
+        if pk.is_empty() || sk.is_empty() || pk.len() > 2048 || sk.len() > 1024 {
             return Err(StoreError::Invalid(format!(
-                "a key DynamoDB refuses: {key:?}"
-            )));
-        }
-        if !keys.insert(key.clone()) {
-            return Err(StoreError::Invalid(format!(
-                "two writes on one item in a transaction: {key:?}"
+                "a key DynamoDB refuses: {:?}",
+                Key::new(pk, sk)
             )));
         }
         if let Write::Put { item, .. } = w
@@ -348,6 +352,14 @@ pub(crate) fn check_writes(writes: &[Write]) -> Result<(), StoreError> {
         {
             return Err(StoreError::ItemTooLarge);
         }
+        keys.push((pk, sk));
+    }
+    keys.sort_unstable();
+    if let Some(pair) = keys.windows(2).find(|pair| pair[0] == pair[1]) {
+        return Err(StoreError::Invalid(format!(
+            "two writes on one item in a transaction: {:?}",
+            Key::new(pair[0].0, pair[0].1)
+        )));
     }
     Ok(())
 }

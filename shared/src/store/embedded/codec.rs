@@ -94,8 +94,14 @@ fn decode(mut bytes: &[u8]) -> Vec<String> {
     parts
 }
 
-pub(super) fn to_bytes(item: &Item) -> Result<Vec<u8>, StoreError> {
-    serde_json::to_vec(item).map_err(|e| StoreError::Other(format!("item to bytes: {e}")))
+/// An item's bytes. `size`, its [`item_size`](crate::store::item_size),
+/// sizes the buffer: the JSON adds about 6 bytes an attribute (quotes,
+/// colon, comma), so it is written without growing.
+pub(super) fn to_bytes(item: &Item, size: usize) -> Result<Vec<u8>, StoreError> {
+    let mut out = Vec::with_capacity(size + 8 * item.len() + 2);
+    serde_json::to_writer(&mut out, item)
+        .map_err(|e| StoreError::Other(format!("item to bytes: {e}")))?;
+    Ok(out)
 }
 
 pub(super) fn from_bytes(bytes: &[u8]) -> Result<Item, StoreError> {

@@ -61,18 +61,23 @@ impl NewValue {
     /// `item` (numbers as DynamoDB keeps them), stored under `key`.
     pub fn of(defs: &[Index], key: &Key, mut item: Item) -> Result<Self, StoreError> {
         item.values_mut().for_each(codec::as_dynamodb_number);
-        let bytes = to_bytes(&item)?;
-        Ok(Self::encoded(defs, key, &item, &bytes))
+        let size = item_size(&item);
+        let bytes = to_bytes(&item, size)?;
+        Ok(Self::sized(defs, key, &item, &bytes, size))
     }
 
     /// `item`, whose bytes are `bytes` already (a record of the log).
     pub fn encoded(defs: &[Index], key: &Key, item: &Item, bytes: &[u8]) -> Self {
+        Self::sized(defs, key, item, bytes, item_size(item))
+    }
+
+    fn sized(defs: &[Index], key: &Key, item: &Item, bytes: &[u8], size: usize) -> Self {
         Self {
             bytes: Bytes::from(bytes),
             entries: entries(defs, key, Some(item))
                 .map(|e| e.map(Bytes::from))
                 .collect(),
-            units: write_units(item_size(item)),
+            units: write_units(size),
         }
     }
 }
