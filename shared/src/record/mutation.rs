@@ -233,7 +233,10 @@ impl<'a> Mutation<'a> {
             },
             None,
         ));
-        self.count_list(&keys::counter(self.caller.workspace_id, AUDIT_LIST), 1);
+        self.count(
+            keys::any_counter_shard(self.caller.workspace_id, AUDIT_LIST),
+            1,
+        );
         self.count_list(keys::audit_counter(), 1);
 
         // A move that came to nothing is no write.
