@@ -59,14 +59,17 @@ pub(super) fn append(wal: &mut Wal, group: &Committed) -> std::io::Result<()> {
 
 /// Shows readers the store as of `group`, then answers it. Decoded records
 /// of its keys are forgotten around it, and before any answer: a request
-/// that follows one sees what it wrote.
+/// that follows one sees what it wrote. The view it replaces is freed last,
+/// once the answers are on their way: freeing the overlay's nodes that only
+/// it held is the writer's, not the requests', wait.
 pub(super) fn publish(shared: &Shared, group: Committed) {
-    shared
+    let replaced = shared
         .records
         .around(&group.keys, || shared.published.publish(group.snapshot));
     for (reply, answer) in group.replies.into_iter().zip(group.answers) {
         let _ = reply.send(answer);
     }
+    drop(replaced);
 }
 
 pub(super) fn answer_all(replies: impl IntoIterator<Item = Reply>, error: &StoreError) {

@@ -82,14 +82,15 @@ impl Published {
             .clone()
     }
 
-    pub fn publish(&self, snapshot: Snapshot) {
+    /// Shows readers `snapshot`; answers the one it replaces, for the caller
+    /// to drop once nothing waits on it: its end (its engine read
+    /// transaction, the overlay's nodes no later view shares) comes after
+    /// the lock is released, so readers never wait on it, and after the
+    /// group's answers ([`super::publish::publish`]).
+    #[must_use = "the replaced view: drop it once the group is answered"]
+    pub fn publish(&self, snapshot: Snapshot) -> Arc<Snapshot> {
         let mut current = self.0.write().unwrap_or_else(PoisonError::into_inner);
-        let old = std::mem::replace(&mut *current, Arc::new(snapshot));
-        drop(current);
-        // The old snapshot's end (its engine read transaction, the overlay's
-        // nodes no later one shares) comes after the lock is released:
-        // readers never wait on it.
-        drop(old);
+        std::mem::replace(&mut *current, Arc::new(snapshot))
     }
 }
 
