@@ -56,10 +56,16 @@ fn image(dir: &std::path::Path, name: &str, files: &[&str]) -> std::path::PathBu
 /// its first freeze: `a` and `b` = 1 in the frozen overlay and the log's
 /// first file, then `b` = 2 and `c` = 2 in the new overlay and the other file.
 async fn writing_past_a_failed_checkpoint() -> (std::path::PathBuf, EmbeddedStore) {
+    writing_past_a_checkpoint_that("fails").await
+}
+
+/// [`writing_past_a_failed_checkpoint`], the checkpoints failing as `how`
+/// says: `fails` (an error) or `panic`.
+async fn writing_past_a_checkpoint_that(how: &str) -> (std::path::PathBuf, EmbeddedStore) {
     let dir = std::env::temp_dir().join(format!("crm-checkpoint-{}", crate::ids::new_ulid()));
     let every = Duration::from_millis(20);
     let store = EmbeddedStore::open_checkpointing(&dir, crate::keys::GSIS, every).unwrap();
-    std::fs::write(dir.join(CHECKPOINT_FAIL_MARKER), "").unwrap();
+    std::fs::write(dir.join(CHECKPOINT_FAIL_MARKER), how).unwrap();
     let first_log = std::fs::read(dir.join(WAL_FILES[1])).unwrap();
     store.write(vec![put("a", 1), put("b", 1)]).await.unwrap();
     // A checkpoint begins: the log moves to its other file.
@@ -130,7 +136,19 @@ async fn a_close_whose_checkpoint_fails_leaves_both_files_to_replay() {
 /// acknowledged is lost on the way.
 #[tokio::test]
 async fn writes_are_refused_past_a_bound_while_checkpoints_fail() {
-    let (dir, store) = writing_past_a_failed_checkpoint().await;
+    refused_past_the_bound_then_resumed("fails").await;
+}
+
+/// The same when a checkpoint panics (a debug build's, as `cargo run`
+/// makes: release builds abort): it counts as failed, where the writer
+/// waited for its answer forever and never refused a write.
+#[tokio::test]
+async fn writes_are_refused_past_a_bound_while_checkpoints_panic() {
+    refused_past_the_bound_then_resumed("panic").await;
+}
+
+async fn refused_past_the_bound_then_resumed(how: &str) {
+    let (dir, store) = writing_past_a_checkpoint_that(how).await;
     let padded = |sk: &str| {
         let item = json!({ "pk": "T#k", "sk": sk, "v": 0, "pad": "x".repeat(1000) });
         vec![Write::Put {
@@ -138,14 +156,16 @@ async fn writes_are_refused_past_a_bound_while_checkpoints_fail() {
             condition: None,
         }]
     };
-    let mut acknowledged = Vec::new();
+    // A deadline, not a count: a panicking checkpoint's backtrace takes a
+    // while to print, and the writes before its failure is known all pass.
+    let (mut acknowledged, started) = (Vec::new(), Instant::now());
     let refused = loop {
-        let sk = format!("p{:03}", acknowledged.len());
+        let sk = format!("p{:05}", acknowledged.len());
         match store.write(padded(&sk)).await {
             Ok(_) => acknowledged.push(sk),
             Err(e) => break e,
         }
-        assert!(acknowledged.len() < 100, "never refused");
+        assert!(started.elapsed() < Duration::from_secs(10), "never refused");
     };
     assert!(matches!(refused, StoreError::Unavailable(_)), "{refused:?}");
     assert!(

@@ -2,6 +2,7 @@
 //! into the engine, in one durable commit ([`super::write::checkpoint`]), and
 //! answers the engine as of it ([`super::writer`]).
 
+use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::mpsc::{self as sync_mpsc, Sender};
@@ -30,7 +31,8 @@ pub(super) fn start(
     (to_checkpoint, thread)
 }
 
-/// In tests: while a file of this name is in the folder, checkpoints fail.
+/// In tests: while a file of this name is in the folder, checkpoints fail
+/// (where it holds `panic`, the next one panics, and it then holds `fails`).
 #[cfg(test)]
 pub(super) const CHECKPOINT_FAIL_MARKER: &str = "fail-the-checkpoints";
 
@@ -42,6 +44,10 @@ pub(super) fn checkpoint_unless(
     number: u64,
 ) -> Result<(), StoreError> {
     match fail.as_ref().filter(|marker| marker.exists()) {
+        Some(marker) if std::fs::read(marker).is_ok_and(|m| m == b"panic") => {
+            let _ = std::fs::write(marker, "fails");
+            panic!("a checkpoint panicked (a test's doing)")
+        }
         Some(_) => Err(StoreError::Unavailable(
             "the disk failed (a test's doing)".into(),
         )),
@@ -57,7 +63,16 @@ fn checkpoint_stage(
     fail: Option<PathBuf>,
 ) {
     while let Ok((frozen, number)) = from_writer.recv() {
-        let engine = checkpoint_unless(&fail, db, &[&frozen], number).and_then(|()| Engine::of(db));
+        // A panic (the engine's or this code's bug) is a checkpoint that
+        // failed: the writer tries again a second later and refuses writes
+        // past its bound, where it would wait for an answer forever while
+        // memory and the log grew. (Release builds abort on a panic; the
+        // next start replays the log.)
+        let made = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            checkpoint_unless(&fail, db, &[&frozen], number).and_then(|()| Engine::of(db))
+        }));
+        let engine =
+            made.unwrap_or_else(|_| Err(StoreError::Other("a checkpoint panicked".into())));
         drop(frozen);
         if to_writer
             .send(Msg::Checkpointed { number, engine })

@@ -27,9 +27,10 @@
 //! commit, numbered, while the groups that follow go to a new overlay, and
 //! their records to the log's other file. Once the commit is made, the views
 //! drop the frozen overlay: readers find its writes in the engine. One
-//! checkpoint at a time; a close is a last one. While checkpoints fail,
-//! writes go on into the overlay until 64 MB of them wait for a checkpoint,
-//! then are refused (503) until one is made.
+//! checkpoint at a time; a close is a last one. While checkpoints fail (or
+//! panic: the checkpoint thread catches it), retries included, writes go on
+//! into the overlay until 64 MB of them wait for a checkpoint, then are
+//! refused (503) until one is made.
 //!
 //! A failed append stops the store's writes: what the overlay holds past the
 //! last published snapshot may not be durable, so nothing may build on it.
@@ -112,6 +113,9 @@ struct Writer {
     checkpointing: bool,
     /// ...or failed, and is tried again at this time.
     retry_at: Option<Instant>,
+    /// The last checkpoint failed: set from its failure until one is made,
+    /// through the retries too (what bounds the writes waiting for one).
+    failing: bool,
     checkpoint_every: Duration,
     /// The store as of the last group: what conditions are checked against.
     state: Snapshot,
@@ -160,6 +164,7 @@ pub(super) fn spawn(config: Config) -> (sync_mpsc::Sender<Msg>, JoinHandle<()>) 
         checkpoints: config.checkpoints,
         checkpointing: false,
         retry_at: None,
+        failing: false,
         checkpoint_every: config.checkpoint_every,
         state: config.state,
         pending_since: None,
@@ -222,7 +227,7 @@ impl Writer {
         // The log's epoch moves with a new checkpoint, before this group.
         let switch = self.checkpoint_if_due();
         let held = self.state.overlay.bytes + self.state.frozen.bytes;
-        if self.retry_at.is_some() && held >= UNCHECKPOINTED && !replies.is_empty() {
+        if self.failing && held >= UNCHECKPOINTED && !replies.is_empty() {
             let e = StoreError::Unavailable(
                 "embedded store: its checkpoints fail (a full or failing disk?); \
                  writes resume once one is made"
@@ -350,6 +355,7 @@ impl Writer {
             self.checkpointing = true;
         } else {
             tracing::error!("the store's checkpoint thread stopped");
+            self.failing = true;
             self.retry_at = Some(Instant::now() + self.checkpoint_every);
         }
     }
@@ -360,6 +366,7 @@ impl Writer {
         self.checkpointing = false;
         match engine {
             Ok(engine) => {
+                self.failing = false;
                 self.state.engine = engine;
                 self.state.frozen = Overlay::default();
                 self.checkpoints = number;
@@ -369,6 +376,7 @@ impl Writer {
             // refuse every write from now on).
             Err(e) => {
                 tracing::error!(error = %e, "the store's checkpoint failed");
+                self.failing = true;
                 self.retry_at = Some(Instant::now() + self.checkpoint_every);
             }
         }
