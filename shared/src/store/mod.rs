@@ -58,7 +58,13 @@ impl Key {
 
     /// The key of a stored item.
     pub fn of(item: &Item) -> Option<Self> {
-        Some(Self::new(item.get(PK)?.as_str()?, item.get(SK)?.as_str()?))
+        let (pk, sk) = Self::parts_of(item)?;
+        Some(Self::new(pk, sk))
+    }
+
+    /// The key of a stored item, borrowed: `(pk, sk)`.
+    pub fn parts_of(item: &Item) -> Option<(&str, &str)> {
+        Some((item.get(PK)?.as_str()?, item.get(SK)?.as_str()?))
     }
 }
 
@@ -94,10 +100,16 @@ pub enum Write {
 
 impl Write {
     pub fn key(&self) -> Option<Key> {
+        let (pk, sk) = self.key_parts()?;
+        Some(Key::new(pk, sk))
+    }
+
+    /// The key of the item it writes, borrowed: `(pk, sk)`.
+    pub fn key_parts(&self) -> Option<(&str, &str)> {
         match self {
-            Write::Put { item, .. } => Key::of(item),
+            Write::Put { item, .. } => Key::parts_of(item),
             Write::Delete { key, .. } | Write::Check { key, .. } | Write::Add { key, .. } => {
-                Some(key.clone())
+                Some((&key.pk, &key.sk))
             }
         }
     }
@@ -330,16 +342,9 @@ pub(crate) fn check_writes(writes: &[Write]) -> Result<(), StoreError> {
     // Borrowed, not cloned: this runs on every write.
     let mut keys = Vec::with_capacity(writes.len());
     for w in writes {
-        let key = match w {
-            Write::Put { item, .. } => item
-                .get(PK)
-                .and_then(Value::as_str)
-                .zip(item.get(SK).and_then(Value::as_str)),
-            Write::Delete { key, .. } | Write::Check { key, .. } | Write::Add { key, .. } => {
-                Some((key.pk.as_str(), key.sk.as_str()))
-            }
-        };
-        let (pk, sk) = key.ok_or_else(|| StoreError::Invalid("item without pk/sk".into()))?;
+        let (pk, sk) = w
+            .key_parts()
+            .ok_or_else(|| StoreError::Invalid("item without pk/sk".into()))?;
         // DynamoDB refuses empty and oversized keys; so does every backend here.
         if pk.is_empty() || sk.is_empty() || pk.len() > 2048 || sk.len() > 1024 {
             return Err(StoreError::Invalid(format!(
