@@ -9,15 +9,11 @@
 //! ([`super::publish`]). The requests that come during the sync make the next
 //! group: one sync acknowledges all of them.
 //!
-//! Why the writer writes the log itself: until the night of 2026-11-23 a log
-//! thread synced while the writer applied the next group. Once applying
-//! became a few in-memory inserts, there was little left to overlap, and the
-//! hand-off from one thread to the other cost a wake-up on 2 busy cores:
-//! durable creates went from 25.2k to 27.7k a second without it. Tried on
-//! 2026-11-24 and not kept: four log threads writing groups at once (the disk
-//! takes four synced writes at once at 140 µs each, against 84 µs alone):
-//! groups got smaller, and the two wake-ups each added made durable creates
-//! 13% slower (docs/bench-results.md).
+//! Why the writer writes the log itself, one write at a time: on 2 cores,
+//! fewer and larger groups win. A log thread, four log threads, and an
+//! `io_uring` that kept writes in flight while the next group was applied
+//! were each tried and were slower: smaller groups, each synced write's CPU,
+//! wake-ups (docs/design.md, "The embedded store"; docs/bench-results.md).
 //!
 //! A checkpoint is due a second after the first group not yet in the
 //! engine's file (with the next group, or on its own when writes go quiet),
