@@ -149,16 +149,18 @@ for n in range(1, 21):
                                "segmentId": last["conversation"]["channelId"]}
     lines.append(line)
 
-lines.append({"type": "campaign", "id": 1, "name": "Black Friday", "status": "finished", "channelId": "whatsapp-1",
+# Campaigns were created before their first sessions (the month's start).
+CAMPAIGN_IDS = {name: make_id(END - timedelta(days=40, minutes=-n), 200 + n) for n, name in enumerate(CAMPAIGNS, 1)}
+lines.append({"type": "campaign", "id": CAMPAIGN_IDS["black-friday"], "name": "Black Friday", "status": "finished", "channelId": "whatsapp-1",
               "leadsCount": 250, "message": "Descontos de até 50% hoje!", "messagesProcessed": 250,
               "resultCounts": {"sent": 250, "received": 241, "read": 198, "answered": 37, "chunksExecuted": 3}})
 # Started two days before the file's latest time: `crm load --shift-times`
 # moves every time so that the latest is now, so no time here may pass END.
-lines.append({"type": "campaign", "id": 2, "name": "Renovação Q4", "status": "paused", "channelId": "whatsapp-1",
+lines.append({"type": "campaign", "id": CAMPAIGN_IDS["renewal-q4"], "name": "Renovação Q4", "status": "paused", "channelId": "whatsapp-1",
               "leadsCount": 120, "message": "Seu plano vence este mês.", "scheduledTo": ts(END - timedelta(days=2)),
               "messagesProcessed": 60, "resultCounts": {"sent": 60, "received": 58, "read": 41, "answered": 9,
                                                          "chunksExecuted": 1}})
-lines.append({"type": "campaign", "id": 3, "name": "Boas-vindas", "status": "draft", "channelId": "instagram-1",
+lines.append({"type": "campaign", "id": make_id(END - timedelta(days=1), 203), "name": "Boas-vindas", "status": "draft", "channelId": "instagram-1",
               "leadsCount": 40, "message": "Olá! Conheça nossos planos."})
 
 STAGES = ["lead", "qualified", "proposal", "negotiation"]
@@ -183,11 +185,10 @@ for n in range(1, 25):
 # The sessions name the records above: their tags, their campaign, and a
 # deal of their conversation's contact when it has one opened by then (any
 # deal opened by then otherwise), won when the deal is.
-campaign_ids = {"black-friday": "1", "renewal-q4": "2"}
 for i, session in enumerate(sessions):
     session["tags"] = sorted(tag_ids[t - 1] for t in session["tags"])
     if "campaignId" in session:
-        session["campaignId"] = campaign_ids[session["campaignId"]]
+        session["campaignId"] = str(CAMPAIGN_IDS[session["campaignId"]])
     if "deals" in session:
         n = session["conversation"]["id"] - 10000
         contact = contacts[n][0] if n < 20 else None

@@ -218,6 +218,13 @@ pub(crate) fn serde_problem(path: &str, message: &str) -> ApiError {
     if let Some(field) = named("missing field `") {
         return ApiError::field(join(path, &field), "is required");
     }
+    // A check of our own names its field so: "field `id`: must be ...".
+    if let Some((field, problem)) = message
+        .strip_prefix("field `")
+        .and_then(|rest| rest.split_once("`: "))
+    {
+        return ApiError::field(join(path, field), problem);
+    }
     let field = if path == "." {
         String::new()
     } else {

@@ -104,10 +104,12 @@ impl<'de, T: DeserializeOwned> serde::Deserialize<'de> for WithId<T> {
 /// Takes a line's `id`, a positive number a JavaScript client holds exactly,
 /// out of the line (the rest is the record's body).
 pub fn take_id(line: &mut serde_json::Map<String, Value>) -> Result<u64, &'static str> {
-    line.remove("id")
-        .and_then(|v| v.as_u64())
+    let id = line
+        .remove("id")
+        .ok_or("missing field `id` (a positive number)")?;
+    id.as_u64()
         .filter(|id| (1..=ids::MAX_SAFE_ID).contains(id))
-        .ok_or("missing field `id` (a positive number)")
+        .ok_or("field `id`: must be a whole number from 1 to 9007199254740991 (2^53 - 1)")
 }
 
 impl<T: Validate> Validate for WithId<T> {
@@ -140,13 +142,7 @@ impl<T> WithId<T> {
         if crate::record::get::<R>(store, key, true).await?.is_some() {
             return update(id, body).await.map(drop);
         }
-        if ids::id_time(id) > ids::now() {
-            return Err(ApiError::field(
-                "id",
-                "is later than now (an id carries its creation time)",
-            ));
-        }
-        match create(id, body, Stamps::of_id(id)).await {
+        match create(id, body, stamps_of_id(id)?).await {
             Ok(_) => Ok(()),
             // Created by another writer since the read above.
             Err(crate::record::CommitError::IdTaken) => Err(ApiError::conflict(format!(
@@ -156,4 +152,16 @@ impl<T> WithId<T> {
             Err(crate::record::CommitError::Api(e)) => Err(e),
         }
     }
+}
+
+/// The stamps of a record loaded under its own id: ids are time-ordered, so it
+/// was created when its id says; an id whose time is later than now is refused.
+pub fn stamps_of_id(id: u64) -> ApiResult<Stamps> {
+    if ids::id_time(id) > ids::now() {
+        return Err(ApiError::field(
+            "id",
+            "is later than now (an id carries its creation time)",
+        ));
+    }
+    Ok(Stamps::of_id(id))
 }

@@ -178,5 +178,11 @@ api_test! {
         assert_eq!(app.get("/v3/campaigns?status=finished").await.expect(200)["totalCount"], 1);
         assert_eq!(app.get("/v3/campaigns").await.expect(200)["totalCount"], 1);
         assert!(app.load_line(1, json!({ "type": "campaign", "id": 43 })).await.is_err(), "a name is needed");
+        // Created when its id says (a small id: at the ids' epoch), as every record loaded under its id.
+        assert_eq!(c["createdAt"], "2024-01-01T00:00:00.000Z");
+        let future = ((1_893_456_000_000u64 - 1_704_067_200_000) << 12) | 1; // 2030-01-01
+        let err = app.load_line(1, json!({ "type": "campaign", "id": future, "name": "Later" })).await.unwrap_err();
+        assert!(err.message.contains("later than now"), "{}", err.message);
+        assert_eq!(app.get("/v3/campaigns").await.expect(200)["totalCount"], 1, "nothing written");
     }
 }

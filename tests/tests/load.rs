@@ -45,8 +45,12 @@ api_test! {
         assert_eq!(contact["createdAt"], "2026-11-20T10:00:00.000Z");
         load(&app, json!({ "type": "tag", "id": 7, "name": "Early" })).await.unwrap();
         assert_eq!(app.get("/v3/tags/7").await.expect(200)["createdAt"], "2024-01-01T00:00:00.000Z");
-        let future = ((4_102_444_800_000u64 - 1_704_067_200_000) << 12) | 1; // 2100-01-01
-        assert_eq!(load(&app, json!({ "type": "tag", "id": future, "name": "Future" })).await, Err(400));
+        let future = ((1_893_456_000_000u64 - 1_704_067_200_000) << 12) | 1; // 2030-01-01
+        let err = app.load_line(1, json!({ "type": "tag", "id": future, "name": "Future" })).await.unwrap_err();
+        assert!(err.message.contains("later than now"), "{}", err.message);
+        // Past the ids' 2^53 (what a JSON client reads exactly), named as such, not as missing.
+        let err = app.load_line(1, json!({ "type": "tag", "id": 1u64 << 53, "name": "Too big" })).await.unwrap_err();
+        assert!(err.message.contains("id") && err.message.contains("2^53"), "{}", err.message);
         assert_eq!(app.get("/v3/tags").await.expect(200)["totalCount"], 1, "nothing written");
         // A migration's typo in a field is named, as the API names it.
         let err = app.load_line(1, json!({ "type": "contact", "id": 9, "name": 5 })).await.unwrap_err();
@@ -137,7 +141,8 @@ api_test! {
         let deal_ids: Vec<Value> = of_type("deal").iter().map(|d| d["id"].clone()).collect();
         let named = |f: &dyn Fn(&Value) -> bool| sessions.iter().filter(|s| f(s)).count();
         let tagged = named(&|s| s["tags"].as_array().unwrap().contains(&tag));
-        let in_campaign = named(&|s| s["campaignId"] == "1");
+        let campaign = of_type("campaign")[0]["id"].to_string();
+        let in_campaign = named(&|s| s["campaignId"] == campaign.as_str());
         assert!(tagged > 0 && in_campaign > 0);
         assert!(sessions.iter().flat_map(|s| s["deals"]["ids"].as_array().cloned().unwrap_or_default()).all(|d| deal_ids.contains(&d)));
         let window = "from=2026-10-01T00:00:00.000Z&to=2026-11-30T00:00:00.000Z";
@@ -146,7 +151,10 @@ api_test! {
             async move { app.get(&format!("/v3/reports/sessions?{window}&{query}")).await.expect(200)["totalCount"].clone() }
         };
         assert_eq!(count(format!("tags={tag}")).await, tagged);
-        assert_eq!(count("campaignId=1".into()).await, in_campaign);
+        assert_eq!(count(format!("campaignId={campaign}")).await, in_campaign);
+        // Loaded under its id, a campaign was created when its id says: before its sessions.
+        let created = app.get(&format!("/v3/campaigns/{campaign}")).await.expect(200)["createdAt"].clone();
+        assert!(sessions.iter().filter(|s| s["campaignId"] == campaign.as_str()).all(|s| s["createdAt"].as_str() > created.as_str()));
         app.get(&format!("/v3/deals/{}", deal_ids[0])).await.expect(200);
         app.get("/v3/business-hours/1").await.expect(200);
         app.get("/v3/custom-fields/1").await.expect(200);

@@ -88,9 +88,14 @@ impl Loadable for CampaignLine {
             return Err(ApiError::field("name", "is required"));
         }
         self.input.apply(&mut fields)?;
-        let mut next = current
-            .clone()
-            .unwrap_or_else(|| Campaign::new(self.id, ws, fields.clone(), self.status));
+        let mut next = match &current {
+            Some(stored) => stored.clone(),
+            // Created when its id says, as every record loaded under its id.
+            None => Campaign {
+                stamps: crate::load::stamps_of_id(self.id)?,
+                ..Campaign::new(self.id, ws, fields.clone(), self.status)
+            },
+        };
         next.fields = fields;
         next.status = self.status;
         next.result_counts = self.result_counts;
