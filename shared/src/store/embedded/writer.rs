@@ -10,10 +10,12 @@
 //! group: one sync acknowledges all of them.
 //!
 //! Why the writer writes the log itself, one write at a time: on 2 cores,
-//! fewer and larger groups win. A log thread, four log threads, and an
-//! `io_uring` that kept writes in flight while the next group was applied
-//! were each tried and were slower: smaller groups, each synced write's CPU,
-//! wake-ups (docs/design.md, "The embedded store"; docs/bench-results.md).
+//! fewer and larger groups win, and a thread blocked in its own synced
+//! write is the cheapest wait. A log thread, four log threads, and an
+//! `io_uring` (writes in flight while the next group was applied, one or
+//! several at a time) were each tried and were slower: smaller groups, each
+//! synced write's CPU, wake-ups (docs/design.md, "The embedded store";
+//! docs/bench-results.md).
 //!
 //! A checkpoint is due a second after the first group not yet in the
 //! engine's file (with the next group, or on its own when writes go quiet),
