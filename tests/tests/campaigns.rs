@@ -182,6 +182,7 @@ api_test! {
         assert_eq!(c["createdAt"], "2024-01-01T00:00:00.000Z");
         let future = ((1_893_456_000_000u64 - 1_704_067_200_000) << 12) | 1; // 2030-01-01
         let err = app.load_line(1, json!({ "type": "campaign", "id": future, "name": "Later" })).await.unwrap_err();
+        assert_eq!((err.status.as_u16(), err.details[0].field.as_str()), (400, "id"));
         assert!(err.message.contains("later than now"), "{}", err.message);
         assert_eq!(app.get("/v3/campaigns").await.expect(200)["totalCount"], 1, "nothing written");
     }
