@@ -187,3 +187,86 @@ async fn refused_past_the_bound_then_resumed(how: &str) {
     drop(store);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A checkpoint due by size (4 MB in the overlay) while one is under way
+/// waits for it, and the writes with it: memory and the log stay bounded
+/// however slowly the checkpoint thread runs (on idle CPU only). Once the
+/// checkpoint is made, the write that waited is made, nothing lost.
+#[tokio::test]
+async fn writes_wait_for_the_checkpoint_under_way_once_another_is_due_by_size() {
+    let (dir, store) = writing_past_a_checkpoint_that("hold").await;
+    let big = |sk: &str| {
+        let item = json!({ "pk": "T#k", "sk": sk, "pad": "x".repeat(310_000) });
+        vec![Write::Put {
+            item: item.as_object().unwrap().clone(),
+            condition: None,
+        }]
+    };
+    // 14 × 310 KB: past 4 MB only with the last one.
+    for i in 0..14 {
+        store.write(big(&format!("big{i:02}"))).await.unwrap();
+    }
+    let store = std::sync::Arc::new(store);
+    let waiting = tokio::spawn({
+        let store = store.clone();
+        async move { store.write(vec![put("e", 4)]).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let went_on = waiting.is_finished();
+    // Let the checkpoint go first: the store's close waits for it.
+    std::fs::remove_file(dir.join(CHECKPOINT_FAIL_MARKER)).unwrap();
+    assert!(!went_on, "a write went on past a due checkpoint");
+    waiting.await.unwrap().unwrap();
+    let all = [("a", 1), ("b", 2), ("c", 2), ("e", 4)].map(|(k, v)| (k.to_owned(), v));
+    assert_eq!(values(&store).await, all);
+    let last = Key::new("T#k", "big13");
+    assert!(store.get(&last, true).await.unwrap().is_some());
+    drop(store);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The checkpoint thread runs at nice 19 (Linux): requests' threads take
+/// the CPU first. The writer keeps the process's priority: a nice value is
+/// a thread's, not the process's.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn the_checkpoint_thread_runs_at_the_lowest_priority_and_the_writer_does_not() {
+    let store = EmbeddedStore::in_memory(crate::keys::GSIS);
+    // From /proc/self/task/<tid>/stat: (name, nice) of each thread.
+    let threads = || -> Vec<(String, i32)> {
+        let tasks = std::fs::read_dir("/proc/self/task").unwrap();
+        (tasks.flatten())
+            .filter_map(|task| std::fs::read_to_string(task.path().join("stat")).ok())
+            .map(|stat| {
+                let (open, close) = (stat.find('(').unwrap(), stat.rfind(')').unwrap());
+                let fields: Vec<&str> = stat[close + 2..].split(' ').collect();
+                // After the name: state is field 3 of stat(5), nice field 19.
+                (
+                    stat[open + 1..close].to_owned(),
+                    fields[16].parse().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let nice_of = |prefix: &str| -> Vec<i32> {
+        let all = threads();
+        all.into_iter()
+            .filter(|(name, _)| name.starts_with(prefix))
+            .map(|(_, n)| n)
+            .collect()
+    };
+    wait_for("the store's threads", || {
+        !nice_of("crm-store-check").is_empty()
+    });
+    assert!(
+        nice_of("crm-store-check")
+            .iter()
+            .all(|&n| n == super::checkpointer::NICE)
+    );
+    let writers = nice_of("crm-store-write");
+    assert!(
+        !writers.is_empty() && writers.iter().all(|&n| n == 0),
+        "{writers:?}"
+    );
+    drop(store);
+}

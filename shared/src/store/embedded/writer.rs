@@ -25,10 +25,13 @@
 //! commit, numbered, while the groups that follow go to a new overlay, and
 //! their records to the log's other file. Once the commit is made, the views
 //! drop the frozen overlay: readers find its writes in the engine. One
-//! checkpoint at a time; a close is a last one. While checkpoints fail (or
-//! panic: the checkpoint thread catches it), retries included, writes go on
-//! into the overlay until 64 MB of them wait for a checkpoint, then are
-//! refused (503) until one is made.
+//! checkpoint at a time; a close is a last one. A checkpoint due by size
+//! while one is under way waits for it, and the writes with it
+//! ([`checkpoints`]): memory and the log stay bounded however slowly the
+//! checkpoint thread runs (at nice 19), and the wait frees it the CPU.
+//! While checkpoints fail (or panic: the checkpoint thread catches it),
+//! retries included, writes go on into the overlay until 64 MB of them wait
+//! for a checkpoint, then are refused (503) until one is made.
 //!
 //! A failed append stops the store's writes: what the overlay holds past the
 //! last published snapshot may not be durable, so nothing may build on it.
@@ -45,9 +48,9 @@ use std::time::{Duration, Instant};
 use redb::Database;
 use tokio::sync::oneshot;
 
+use super::checkpointer;
 #[cfg(test)]
 use super::checkpointer::CHECKPOINT_FAIL_MARKER;
-use super::checkpointer::{self, checkpoint_unless};
 use super::overlay::Overlay;
 use super::prepare::Prepared;
 use super::publish::{Committed, Shared, answer_all, append, publish};
@@ -56,6 +59,8 @@ use super::wal::{Batch, Wal};
 use super::write::apply;
 use crate::store::cache::RecordCache;
 use crate::store::*;
+
+mod checkpoints;
 
 /// Requests one group takes at most.
 const MAX_GROUP: usize = 256;
@@ -191,6 +196,16 @@ pub(super) fn spawn(config: Config) -> (sync_mpsc::Sender<Msg>, JoinHandle<()>) 
                         Err(_) => break,
                     }
                 }
+                if writer.must_wait() {
+                    other = match other {
+                        Some(Msg::Checkpointed { number, engine }) => {
+                            writer.checkpointed(number, engine);
+                            None
+                        }
+                        None => writer.wait_for_checkpoint(&rx, &mut group),
+                        close => close,
+                    };
+                }
                 if other.is_none() || !group.is_empty() {
                     writer.commit(group);
                 }
@@ -300,117 +315,5 @@ impl Writer {
             return answer_all(committed.replies, &e);
         }
         publish(&self.shared, committed);
-    }
-
-    /// How long until the writer has a checkpoint to start, if it has one.
-    fn wake_in(&self) -> Option<Duration> {
-        // Stopped: no checkpoint until the close's; a checkpoint under way:
-        // its answer wakes the writer.
-        if self.checkpointing || self.stopped {
-            return None;
-        }
-        if let Some(at) = self.retry_at {
-            return Some(at.saturating_duration_since(Instant::now()));
-        }
-        let since = self.pending_since?;
-        Some(self.checkpoint_every.saturating_sub(since.elapsed()))
-    }
-
-    /// Starts a checkpoint when one is due; answers the log's new epoch
-    /// when the overlay was frozen for it.
-    fn checkpoint_if_due(&mut self) -> Option<u64> {
-        if self.checkpointing {
-            return None;
-        }
-        if let Some(at) = self.retry_at {
-            // The frozen overlay again, under its number: the log is in
-            // the next epoch already.
-            if Instant::now() >= at {
-                self.retry_at = None;
-                self.send_checkpoint();
-            }
-            return None;
-        }
-        let due = self.wake_in() == Some(Duration::ZERO)
-            || self.state.overlay.bytes >= CHECKPOINT_BYTES
-            || self.wal.as_ref().is_some_and(Wal::nearly_full);
-        if !due {
-            return None;
-        }
-        self.state.frozen = std::mem::take(&mut self.state.overlay);
-        self.pending_since = None;
-        self.send_checkpoint();
-        Some(self.checkpoints + 1)
-    }
-
-    fn send_checkpoint(&mut self) {
-        let number = self.checkpoints + 1;
-        let sent = self.to_checkpoint.as_ref().map(|to| {
-            let frozen = self.state.frozen.clone();
-            to.send((frozen, number)).is_ok()
-        });
-        if sent == Some(true) {
-            self.checkpointing = true;
-        } else {
-            tracing::error!("the store's checkpoint thread stopped");
-            self.failing = true;
-            self.retry_at = Some(Instant::now() + self.checkpoint_every);
-        }
-    }
-
-    /// A checkpoint ended: readers read the engine for its writes from the
-    /// next published view on (this one, when no group comes).
-    fn checkpointed(&mut self, number: u64, engine: Result<Arc<Engine>, StoreError>) {
-        self.checkpointing = false;
-        match engine {
-            Ok(engine) => {
-                self.failing = false;
-                self.state.engine = engine;
-                self.state.frozen = Overlay::default();
-                self.checkpoints = number;
-                self.hand_on(Committed::view(self.state.clone()));
-            }
-            // Tried again a second later, not at once (the engine may
-            // refuse every write from now on).
-            Err(e) => {
-                tracing::error!(error = %e, "the store's checkpoint failed");
-                self.failing = true;
-                self.retry_at = Some(Instant::now() + self.checkpoint_every);
-            }
-        }
-    }
-
-    /// The checkpoint under way ends, and then the last checkpoint: even
-    /// after the log failed, as the log's epoch may hold records of groups
-    /// that were answered 503, and the next open would otherwise replay them.
-    fn close(mut self, rx: &sync_mpsc::Receiver<Msg>) {
-        while self.checkpointing {
-            match rx.recv() {
-                Ok(Msg::Checkpointed { number, engine }) => self.checkpointed(number, engine),
-                Ok(_) => {}
-                Err(_) => break,
-            }
-        }
-        drop(self.to_checkpoint.take());
-        if let Some(thread) = self.checkpoint_thread.take() {
-            let _ = thread.join();
-        }
-        // A frozen overlay whose checkpoint failed (or never answered) goes
-        // in the same commit as the overlay: apart, the overlay's number
-        // would pass the frozen one's log file, which a failure of the first
-        // would leave unreplayed, and the overlay's index moves were made
-        // over the frozen ones. If this fails, the log still has both.
-        let frozen = self.retry_at.is_some() || self.checkpointing;
-        if frozen || self.pending_since.is_some() || self.stopped {
-            let state = &self.state;
-            let overlays = match frozen {
-                true => vec![&state.frozen, &state.overlay],
-                false => vec![&state.overlay],
-            };
-            let number = self.checkpoints + 1;
-            if let Err(e) = checkpoint_unless(&self.fail, &self.db, &overlays, number) {
-                tracing::error!(error = %e, "the store's last checkpoint failed");
-            }
-        }
     }
 }
