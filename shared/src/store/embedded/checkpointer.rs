@@ -46,6 +46,7 @@ pub(super) fn start(
 /// The checkpoint thread's nice value: the lowest priority of the normal
 /// scheduler. A thread of requests that wakes gets the core at once, rather
 /// than waiting behind a checkpoint's B-tree work.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(super) const NICE: i32 = 19;
 
 /// Lowers the calling thread's priority to [`NICE`] (Linux, where a nice

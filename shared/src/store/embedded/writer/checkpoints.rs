@@ -21,7 +21,9 @@ impl Writer {
     /// the log's file past its preallocated size), and frees the CPU for
     /// the checkpoint thread, which runs at nice 19.
     pub(super) fn must_wait(&self) -> bool {
-        self.checkpointing && self.due_by_size()
+        // Not a retry's: while checkpoints fail, writes go on up to
+        // `UNCHECKPOINTED`, then are refused.
+        self.checkpointing && !self.failing && self.due_by_size()
     }
 
     fn due_by_size(&self) -> bool {
@@ -30,7 +32,7 @@ impl Writer {
     }
 
     /// Waits for the checkpoint under way; the writes that come meanwhile
-    /// join `group` (past [`MAX_GROUP`]: a group is bounded by the callers
+    /// join `group` (past `MAX_GROUP`: a group is bounded by the callers
     /// waiting). Answers a close that came instead.
     pub(super) fn wait_for_checkpoint(
         &mut self,
