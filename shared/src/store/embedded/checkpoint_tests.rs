@@ -195,6 +195,10 @@ async fn refused_past_the_bound_then_resumed(how: &str) {
 #[tokio::test]
 async fn writes_wait_for_the_checkpoint_under_way_once_another_is_due_by_size() {
     let (dir, store) = writing_past_a_checkpoint_that("hold").await;
+    let store = std::sync::Arc::new(store);
+    // Dropped before the store, even by a failed assertion: the store's
+    // close waits for the held checkpoint, so a failure would hang instead.
+    let release = Release(dir.join(CHECKPOINT_FAIL_MARKER));
     let big = |sk: &str| {
         let item = json!({ "pk": "T#k", "sk": sk, "pad": "x".repeat(310_000) });
         vec![Write::Put {
@@ -204,18 +208,20 @@ async fn writes_wait_for_the_checkpoint_under_way_once_another_is_due_by_size() 
     };
     // 14 × 310 KB: past 4 MB only with the last one.
     for i in 0..14 {
-        store.write(big(&format!("big{i:02}"))).await.unwrap();
+        let write = store.write(big(&format!("big{i:02}")));
+        let written = tokio::time::timeout(Duration::from_secs(30), write).await;
+        written.expect("a write before 4 MB waited").unwrap();
     }
-    let store = std::sync::Arc::new(store);
     let waiting = tokio::spawn({
         let store = store.clone();
         async move { store.write(vec![put("e", 4)]).await }
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let went_on = waiting.is_finished();
-    // Let the checkpoint go first: the store's close waits for it.
-    std::fs::remove_file(dir.join(CHECKPOINT_FAIL_MARKER)).unwrap();
-    assert!(!went_on, "a write went on past a due checkpoint");
+    assert!(
+        !waiting.is_finished(),
+        "a write went on past a due checkpoint"
+    );
+    drop(release);
     waiting.await.unwrap().unwrap();
     let all = [("a", 1), ("b", 2), ("c", 2), ("e", 4)].map(|(k, v)| (k.to_owned(), v));
     assert_eq!(values(&store).await, all);
@@ -223,6 +229,15 @@ async fn writes_wait_for_the_checkpoint_under_way_once_another_is_due_by_size() 
     assert!(store.get(&last, true).await.unwrap().is_some());
     drop(store);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Removes a test's marker file when dropped.
+struct Release(std::path::PathBuf);
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// The checkpoint thread runs at nice 19 (Linux): requests' threads take
