@@ -10,8 +10,9 @@
 #
 # Then the local API (`crm serve`) on the embedded store: start-up and memory
 # at 10k, 100k and 1M items, GET/create throughput on disk and in memory with
-# the server's CPU per request (bench/src/bin/local.rs; about 5 minutes, most
-# of it loading 1M items), and the API's own cost per request in process,
+# the server's CPU per request, at 16, 64 and 256 connections each
+# (bench/src/bin/local.rs; about 10 minutes), and the API's own cost per
+# request in process,
 # without the network (bench/src/bin/router.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -87,9 +88,12 @@ fi
   echo "\`crm serve\` (release) measured by \`bench-local\`: items loaded through the store"
   echo "(tag-shaped, 100 per transaction, fsynced), then the time from spawning the"
   echo "server to its accepting connections (a clean start, after a clean stop), and its"
-  echo "resident memory after a list request. Throughput: 16 keep-alive connections"
-  echo "for a few seconds each (\`--seconds\`), in five rounds of disk, memory and"
-  echo "hello-JSON in turn, medians shown, on the same 2 cores as the load"
+  echo "resident memory after a list request. Throughput: keep-alive connections for"
+  echo "a few seconds each (\`--seconds\`), at 16, 64 and 256 connections in turn;"
+  echo "a server's throughput is its best level's, its capacity (the second table"
+  echo "shows each level: a durable create waits for its group's synced write, so"
+  echo "it takes more requests in flight than hello-JSON to reach it). Five rounds"
+  echo "of disk, memory and hello-JSON in turn, medians shown, on the same 2 cores as the load"
   echo "generator, which takes its share of them: a ratio of throughputs is a ratio of"
   echo "(generator + server) costs per request. The server's CPU per request (the time"
   echo "its threads spent on a CPU, from \`/proc\`, over the requests served) is its own"

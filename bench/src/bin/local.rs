@@ -1,8 +1,9 @@
 //! The local API on the embedded store (`crm serve`), measured as a user runs
 //! it: start-up time and resident memory at 10k, 100k and 1M items (loaded
 //! through the store, not the API, for speed), and the throughput of GET by id
-//! and of creates on a folder (durable) against `--in-memory`. Prints markdown
-//! tables for docs/bench-results.md.
+//! and of creates on a folder (durable) against `--in-memory`, each at its
+//! best of several levels of connections (its capacity) and level by level.
+//! Prints markdown tables for docs/bench-results.md.
 //!
 //!   bench-local --crm target/release/crm --sizes 10000,100000,1000000
 
@@ -37,9 +38,12 @@ struct Args {
     /// Seconds of load per throughput run.
     #[arg(long, default_value_t = 5)]
     seconds: u64,
-    /// Concurrent connections of the load.
-    #[arg(long, default_value_t = 16)]
-    connections: usize,
+    /// Concurrent connections of the load, each level in turn. A server's
+    /// throughput is its best level's: its capacity, once enough requests are
+    /// in flight to cover its latency (a durable create waits for its group's
+    /// synced write). The table by level shows how each gets there.
+    #[arg(long, value_delimiter = ',', default_value = "16,64,256")]
+    connections: Vec<usize>,
     /// Rounds of the throughput runs (disk, memory, hello-JSON in turn, so a
     /// slow spell of the machine falls on all three); medians are reported.
     #[arg(long, default_value_t = 5)]
@@ -265,6 +269,12 @@ fn median(mut values: Vec<f64>) -> f64 {
 }
 
 impl Rate {
+    /// The run of the most requests per second: a server's capacity.
+    fn best(runs: &[Rate]) -> Rate {
+        let faster = |a: &&Rate, b: &&Rate| a.per_second.total_cmp(&b.per_second);
+        *runs.iter().max_by(faster).expect("a load level")
+    }
+
     /// The median of each figure over runs.
     fn median(runs: &[Rate]) -> Rate {
         Rate {
@@ -283,6 +293,9 @@ async fn load(
     create: bool,
     get_path: &str,
 ) -> Rate {
+    // Tag names are unique in a workspace: each run's creates have their own.
+    static RUNS: AtomicU64 = AtomicU64::new(0);
+    let run = RUNS.fetch_add(1, Ordering::Relaxed);
     let (port, pid) = (server.port, server.child.id().unwrap_or(0));
     let done = Arc::new(AtomicU64::new(0));
     let (started, cpu_before) = (Instant::now(), cpu_ns(pid));
@@ -295,7 +308,7 @@ async fn load(
                 let mut i = 0u64;
                 while Instant::now() < deadline {
                     let (status, body) = if create {
-                        let name = format!(r#"{{"name":"load {c} {i}"}}"#);
+                        let name = format!(r#"{{"name":"load {run} {c} {i}"}}"#);
                         conn.call("POST", "/v3/tags", &name).await
                     } else {
                         conn.call("GET", &path, "").await
@@ -324,7 +337,29 @@ fn field(body: &str, name: &str) -> String {
     answer[name].as_str().expect(name).to_owned()
 }
 
-async fn throughput(args: &Args, serve_args: &[&str]) -> (Rate, Rate) {
+/// GET by id, then creates, at each level of connections: one server, its
+/// runs by level.
+/// Durable GET's and create's shares of hello-JSON (throughput, then CPU per
+/// request), in percent: the median over rounds of each round's ratio, from
+/// figures of the same round.
+fn shares(runs: &[Vec<Rate>; 5]) -> [f64; 4] {
+    let [get, create, _, _, floor] = runs;
+    let share = |of: &[Rate], cpu: bool| {
+        let ratios = of.iter().zip(floor).map(|(r, f)| match cpu {
+            false => r.per_second / f.per_second,
+            true => f.cpu_us / r.cpu_us,
+        });
+        100.0 * median(ratios.collect())
+    };
+    [
+        share(get, false),
+        share(get, true),
+        share(create, false),
+        share(create, true),
+    ]
+}
+
+async fn throughput(args: &Args, serve_args: &[&str]) -> (Vec<Rate>, Vec<Rate>) {
     let (server, _) = serve(&args.crm, serve_args).await;
     let mut conn = Conn::open(server.port, TOKEN).await;
     // Calls carry a token the API issued (`crm_1_...`), as integrators' do.
@@ -333,19 +368,27 @@ async fn throughput(args: &Args, serve_args: &[&str]) -> (Rate, Rate) {
         .await;
     let token = field(&body, "token");
     let (_, body) = conn.call("POST", "/v3/tags", r#"{"name":"read me"}"#).await;
-    let id = field(&body, "id");
-    let get = load(
-        &server,
-        &token,
-        args.connections,
-        args.seconds,
-        false,
-        &format!("/v3/tags/{id}"),
-    )
-    .await;
-    let create = load(&server, &token, args.connections, args.seconds, true, "").await;
+    let path = format!("/v3/tags/{}", field(&body, "id"));
+    let (mut get, mut create) = (Vec::new(), Vec::new());
+    for &c in &args.connections {
+        get.push(load(&server, &token, c, args.seconds, false, &path).await);
+    }
+    for &c in &args.connections {
+        create.push(load(&server, &token, c, args.seconds, true, "").await);
+    }
     server.stop().await;
     (get, create)
+}
+
+/// Hello-JSON at each level of connections.
+async fn floor(args: &Args) -> Vec<Rate> {
+    let server = hello().await;
+    let mut runs = Vec::new();
+    for &c in &args.connections {
+        runs.push(load(&server, TOKEN, c, args.seconds, false, "/hello").await);
+    }
+    server.stop().await;
+    runs
 }
 
 #[tokio::main]
@@ -411,48 +454,46 @@ async fn main() {
             get.per_second, get.cpu_us
         );
     };
+    // By kind (disk GET, disk create, memory GET, memory create, hello) the
+    // runs of each round: at each level, and the best level's.
+    let levels = args.connections.len();
+    let mut by_level: Vec<[Vec<Rate>; 5]> = vec![Default::default(); levels];
     let mut runs: [Vec<Rate>; 5] = Default::default();
-    // Each round's shares of hello-JSON, from figures of the same round.
-    let mut shares: [Vec<f64>; 4] = Default::default();
     for round in 0..args.rounds.max(1) {
         let folder = args.work.join(format!("throughput-{round}"));
         let (get, create) = throughput(&args, &["--data", folder.to_str().unwrap()]).await;
         let (get_mem, create_mem) = throughput(&args, &["--in-memory"]).await;
-        let server = hello().await;
-        let floor = load(
-            &server,
-            TOKEN,
-            args.connections,
-            args.seconds,
-            false,
-            "/hello",
-        )
-        .await;
-        server.stop().await;
-        let round_shares = [
-            get.per_second / floor.per_second,
-            floor.cpu_us / get.cpu_us,
-            create.per_second / floor.per_second,
-            floor.cpu_us / create.cpu_us,
-        ];
-        for (all, share) in shares.iter_mut().zip(round_shares) {
-            all.push(share);
+        let kinds = [get, create, get_mem, create_mem, floor(&args).await];
+        for (level, all) in by_level.iter_mut().enumerate() {
+            for (runs, kind) in all.iter_mut().zip(&kinds) {
+                runs.push(kind[level]);
+            }
         }
-        for (all, run) in runs
-            .iter_mut()
-            .zip([get, create, get_mem, create_mem, floor])
-        {
-            all.push(run);
+        for (runs, kind) in runs.iter_mut().zip(&kinds) {
+            runs.push(Rate::best(kind));
         }
     }
-    let [get, create, get_mem, create_mem, floor] = runs.map(|r| Rate::median(&r));
+    let [get, create, get_mem, create_mem, floor] = runs.clone().map(|r| Rate::median(&r));
     row("`--data` (durable: write-ahead log)", &get, Some(&create));
     row("`--in-memory`", &get_mem, Some(&create_mem));
     row("bare axum hello-JSON (`GET /hello`)", &floor, None);
-    let [get_share, get_cpu_share, create_share, create_cpu_share] =
-        shares.map(|s| 100.0 * median(s));
+    let [get_share, get_cpu_share, create_share, create_cpu_share] = shares(&runs);
     println!(
         "| `--data` as a share of hello-JSON | {get_share:.0}% | {get_cpu_share:.0}% | {create_share:.0}% | {create_cpu_share:.0}% |"
     );
+
+    println!();
+    println!(
+        "| connections | GET /v3/tags/{{id}}, `--data` | POST /v3/tags, `--data` | POST /v3/tags, `--in-memory` | hello-JSON | GET, share of hello | POST, share of hello |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for (connections, runs) in args.connections.iter().zip(&by_level) {
+        let [get, create, _, create_mem, floor] = runs.clone().map(|r| Rate::median(&r));
+        let [get_share, _, create_share, _] = shares(runs);
+        println!(
+            "| {connections} | {:.0} req/s | {:.0} req/s | {:.0} req/s | {:.0} req/s | {get_share:.0}% | {create_share:.0}% |",
+            get.per_second, create.per_second, create_mem.per_second, floor.per_second
+        );
+    }
     let _ = std::fs::remove_dir_all(&args.work);
 }
