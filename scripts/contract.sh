@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# The API contract, checked against the running API: starts `crm serve
-# --in-memory` on a free loopback port, validates its /openapi.json
+# The API contract, checked against the running API: loads the demo data
+# (examples/demo.jsonl) into a fresh folder, starts `crm serve --data` on it
+# on a free loopback port, validates its /openapi.json
 # (openapi-spec-validator), and runs schemathesis against it with every check
 # listed below, examples, coverage, fuzzing and stateful phases (through the
-# document's links), a fixed seed and a bounded budget. Any finding fails.
+# document's links), a fixed seed and a bounded budget. Half of the ids it
+# sends are of real records (scripts/contract_seed.py), so that reads, updates
+# and deletes by id reach their handlers, not only their 404. Any finding fails.
 # Installs schemathesis into a cache folder when missing; stops the server
 # whatever happens.
 #
@@ -35,10 +38,15 @@ enter_loopback_namespace "$0" "$@"
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 token="crm_contract$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
 log="$cache/contract-serve.log"
+crm="${CARGO_TARGET_DIR:-target}/debug/crm"
+data="$cache/contract-data"
+rm -rf "$data"
+CRM_BOOTSTRAP_TOKEN="$token" "$crm" load examples/demo.jsonl --shift-times --data "$data" >"$log" 2>&1 \
+  || { cat "$log" >&2; exit 1; }
 CRM_BOOTSTRAP_TOKEN="$token" RUST_LOG=${CONTRACT_LOG:-warn} \
-  "${CARGO_TARGET_DIR:-target}"/debug/crm serve --in-memory --port "$port" >"$log" 2>&1 &
+  "$crm" serve --data "$data" --port "$port" >>"$log" 2>&1 &
 serve_pid=$!
-trap 'kill "$serve_pid" 2>/dev/null || true; wait "$serve_pid" 2>/dev/null || true' EXIT INT TERM
+trap 'kill "$serve_pid" 2>/dev/null || true; wait "$serve_pid" 2>/dev/null || true; rm -rf "$data"' EXIT INT TERM
 base="http://127.0.0.1:$port"
 for _ in $(seq 1 150); do
   (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
@@ -58,10 +66,13 @@ request = urllib.request.Request(sys.argv[1] + "/v3/api-tokens", headers={"Autho
 print(json.load(urllib.request.urlopen(request))["data"][0]["id"])' "$base" "$token"
 }
 own_token_id=$(token_id)
+config="$cache/schemathesis.toml"
+cp scripts/schemathesis.toml "$config"
+python3 scripts/contract_seed.py "$base" "$token" >>"$config"
 echo "== schemathesis (seed $seed, $max_examples examples, at most ${max_time}s)" >&2
 CRM_CONTRACT_TOKEN="$token" CRM_CONTRACT_TOKEN_ID="$own_token_id" \
   SCHEMATHESIS_HOOKS=contract_hooks PYTHONPATH=scripts \
-  "$venv/bin/schemathesis" --config-file scripts/schemathesis.toml run "$base/openapi.json" \
+  "$venv/bin/schemathesis" --config-file "$config" run "$base/openapi.json" \
   --checks "$checks" \
   --phases examples,coverage,fuzzing,stateful \
   --max-examples "$max_examples" --max-time "$max_time" \
