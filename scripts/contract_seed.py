@@ -5,11 +5,12 @@ through the API the records the demo file has no line for (a dashboard and
 its snapshot, an import job, a checkout link, a welcome message, redirect
 sessions), reads the ids of every kind back through the API, and prints
 schemathesis settings that give each path parameter those ids half of the
-time, and phones that parse to every phone in a body. Without them the
-fuzzer's ids are all unknown: a GET or PATCH by id
-only ever met its 404, and schemathesis warned that 21 operations never
-reached their handler's logic (and, as those saw no 2xx, that 13 "returned
-only 401/403", the answers of its own requests without a token).
+time, and the same to a few body and query fields (phones that parse, a
+deal's contact and tags, the deal list's caller). Without them the fuzzer's
+ids were all unknown: a GET or PATCH by id only ever met its 404, and
+schemathesis warned that 21 operations never reached their handler's logic
+(and, as 13 of those saw no 2xx, that they "returned only 401/403", the
+answers of its own requests without a token).
 
     python3 scripts/contract_seed.py BASE_URL TOKEN >> config.toml
 """
@@ -85,7 +86,17 @@ assets = ["swagger-ui.css", "swagger-ui-bundle.js", "oauth2-redirect.html", "oau
 # handlers behind them (creates, find-or-create, imports, welcome messages)
 # met only their 400.
 phones = [f"(21) 97{n:03d}-{n * 7919 % 10000:04d}" for n in range(40)]
-dictionaries = {**listed, **created, "assets": assets, "phones": phones}
+dictionaries = {
+    **listed,
+    **created,
+    "assets": assets,
+    "phones": phones,
+    # A deal's products name them by string ids.
+    "productIds": [str(i) for i in listed["products"]],
+    # The deal list's caller: the demo's owner (query_fields below).
+    "roles": [1],
+    "users": [7],
+}
 for name, values in dictionaries.items():
     if not values:
         sys.exit(f"{sys.argv[0]}: no {name} to seed the run with")
@@ -113,10 +124,28 @@ bindings = [
 print("\n# Written by scripts/contract_seed.py for this run.")
 for name, values in dictionaries.items():
     print(f"[dictionaries.{name}]\nvalues = {json.dumps(values)}")
-phone_fields = ["phone", "phones[*]", "contacts[*].phone", "contact.phone", "conversation.contactPhone"]
+# Body fields that hold a phone or name a record (a deal's contact, tags and
+# products: one unknown is a 404 for the whole deal, so these are real
+# nine times in ten), with how often.
+body_fields = {
+    "phone": ("phones", 0.5),
+    "phones[*]": ("phones", 0.5),
+    "contacts[*].phone": ("phones", 0.5),
+    "contact.phone": ("phones", 0.5),
+    "conversation.contactPhone": ("phones", 0.5),
+    "contactId": ("contacts", 0.9),
+    "tagIds[*]": ("tags", 0.9),
+    "products[*].id": ("productIds", 0.9),
+}
+# The deal list's caller (the demo's owner): the list refuses a query
+# without roleId, isOwner and userId, which may also come inside `filters`,
+# so the document cannot mark them required.
+query_fields = {"roleId": "roles", "userId": "users"}
 print("\n[parameters]")
-for field in phone_fields:
-    print(f'"body.{field}" = {{ dictionary = "phones", probability = 0.5 }}')
+for field, (dictionary, probability) in body_fields.items():
+    print(f'"body.{field}" = {{ dictionary = "{dictionary}", probability = {probability} }}')
+for field, dictionary in query_fields.items():
+    print(f'"query.{field}" = {{ dictionary = "{dictionary}", probability = 0.5 }}')
 for regex, parameters in bindings:
     settings = ", ".join(
         f'"path.{parameter}" = {{ dictionary = "{dictionary}", probability = 0.5 }}'

@@ -25,6 +25,16 @@ where
     Option::<T>::deserialize(d).map(Some)
 }
 
+/// The fields a create needs, of a body type shared with the update (where
+/// every field is optional), as the document names them: `http::Create`
+/// marks them required in the OpenAPI document; the domain's create checks them.
+pub trait CreateFields {
+    /// Every one of these, not null.
+    const REQUIRED: &'static [&'static str];
+    /// At least one of these, not null (empty: no such rule).
+    const ANY_OF: &'static [&'static str] = &[];
+}
+
 /// Text that is more than white space.
 pub fn not_blank(value: &str) -> Result<(), ValidationError> {
     if value.trim().is_empty() {

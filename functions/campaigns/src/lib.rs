@@ -8,7 +8,8 @@ use shared::domain::campaigns::{
     self, Action, Campaign, CampaignInput, CampaignQuery, ResultsReport,
 };
 use shared::http::{
-    AppState, Body, Created, Group, InPath, Params, PathId, PathParam, Reply, Saved, created,
+    AppState, Body, Create, Created, Group, InPath, Params, PathId, PathParam, Reply, Saved,
+    created,
 };
 use shared::page::ListPage;
 
@@ -45,7 +46,7 @@ async fn list(
 async fn create(
     State(s): State<AppState>,
     caller: Caller,
-    Body(input): Body<CampaignInput>,
+    Body(Create(input)): Body<Create<CampaignInput>>,
 ) -> Result<Created<Campaign>, shared::ApiError> {
     Ok(created(
         campaigns::create(s.store.as_ref(), &caller, input).await?,

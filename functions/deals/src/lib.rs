@@ -5,7 +5,9 @@ use axum::extract::State;
 use shared::ApiError;
 use shared::auth::Caller;
 use shared::domain::deals::{self, DealInput, DealQuery, DealView};
-use shared::http::{AppState, Body, Created, Group, Grouped, PathId, PathKey, Reply, created};
+use shared::http::{
+    AppState, Body, Create, Created, Group, Grouped, PathId, PathKey, Reply, created,
+};
 use shared::page::ListPage;
 
 pub fn group() -> Group {
@@ -35,7 +37,7 @@ async fn list(
 async fn create(
     State(s): State<AppState>,
     caller: Caller,
-    Body(input): Body<DealInput>,
+    Body(Create(input)): Body<Create<DealInput>>,
 ) -> Result<Created<DealView>, ApiError> {
     Ok(created(DealView::from(
         deals::create(s.store.as_ref(), &caller, input).await?,

@@ -15,12 +15,14 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter};
 
+mod create;
 mod extract;
 mod idempotent;
 mod links;
 pub mod openapi;
 mod reply;
 
+pub use create::Create;
 pub use extract::{
     Body, Grouped, InPath, MaybeBody, Params, PathId, PathKey, PathParam, numeric_param,
     path_param, text_param,

@@ -127,7 +127,7 @@ pub fn document(groups: &[Group]) -> Value {
 
 /// A parameter left out is absent, never `null`: `Option<T>` in a query or a
 /// path is documented as `T`.
-fn strip_null(schema: &mut Value) {
+pub(super) fn strip_null(schema: &mut Value) {
     if let Some(types) = schema.get_mut("type").and_then(Value::as_array_mut) {
         types.retain(|t| t != "null");
         if types.len() == 1 {

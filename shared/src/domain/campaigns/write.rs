@@ -14,7 +14,7 @@ use crate::ids::{self, ClientTime};
 use crate::keys;
 use crate::record::{self, CommitError, Mutation, with_fresh_id};
 use crate::store::Store;
-use crate::validate::nullable;
+use crate::validate::{CreateFields, nullable};
 
 pub(super) const WHAT: &str = "campaign";
 
@@ -81,6 +81,11 @@ pub struct CampaignInput {
     pub track_max_hours: Option<u64>,
     #[serde(default, deserialize_with = "nullable")]
     pub template: Option<Option<Map<String, Value>>>,
+}
+
+/// What [`create`] checks, for the document (`http::Create`).
+impl CreateFields for CampaignInput {
+    const REQUIRED: &'static [&'static str] = &["name"];
 }
 
 impl CampaignInput {

@@ -19,7 +19,7 @@ use crate::ids::{self, ClientTime};
 use crate::keys;
 use crate::record;
 use crate::store::Store;
-use crate::validate::nullable;
+use crate::validate::{CreateFields, nullable};
 
 /// `POST /v3/deals` and `PATCH /v3/deals/{id}`: every Deal field, all optional
 /// in the body (a create checks the spec's required ones). `null` clears the
@@ -253,6 +253,22 @@ pub(super) async fn apply(
         deal.last_stage_changed = Some(now);
     }
     Ok(())
+}
+
+/// What [`missing`] checks, for the document (`http::Create`).
+impl CreateFields for DealInput {
+    const REQUIRED: &'static [&'static str] = &[
+        "name",
+        "value",
+        "status",
+        "operatorId",
+        "groupId",
+        "pipelineId",
+        "stageId",
+        "origin",
+        "tagIds",
+    ];
+    const ANY_OF: &'static [&'static str] = &["contact", "contactId"];
 }
 
 /// The spec's required create fields that a body lacks.
