@@ -35,6 +35,31 @@ pub trait CreateFields {
     const ANY_OF: &'static [&'static str] = &[];
 }
 
+/// Says in a body's schema that at least one of `fields` is given and not
+/// null (`exclusive`: exactly one), where the body type has them all
+/// optional. Each rule goes into `allOf`, so a schema can hold several.
+pub fn needs_one_of(schema: &mut schemars::Schema, fields: &[&str], exclusive: bool) {
+    let branches: Vec<serde_json::Value> = fields
+        .iter()
+        .map(|f| serde_json::json!({ "required": [f], "properties": { *f: { "not": { "type": "null" } } } }))
+        .collect();
+    let rule = if exclusive {
+        serde_json::json!({ "oneOf": branches })
+    } else {
+        serde_json::json!({ "anyOf": branches })
+    };
+    let object = schema.ensure_object();
+    match object
+        .get_mut("allOf")
+        .and_then(serde_json::Value::as_array_mut)
+    {
+        Some(all) => all.push(rule),
+        None => {
+            object.insert("allOf".into(), serde_json::json!([rule]));
+        }
+    }
+}
+
 /// Text that is more than white space.
 pub fn not_blank(value: &str) -> Result<(), ValidationError> {
     if value.trim().is_empty() {
@@ -43,6 +68,11 @@ pub fn not_blank(value: &str) -> Result<(), ValidationError> {
         Ok(())
     }
 }
+
+/// What the document says of a [`web_url`] (`#[schemars(pattern(..))]`): its
+/// scheme and the start of a host. Wider than the rule (white space anywhere
+/// is refused too), never narrower.
+pub const WEB_URL_PATTERN: &str = "^https?://[^/?#]";
 
 /// An absolute `http` or `https` address with a host.
 pub fn web_url(value: &str) -> Result<(), ValidationError> {
@@ -233,6 +263,34 @@ mod tests {
         ] {
             assert!(!is_email(address), "{address}");
         }
+    }
+
+    /// The document is never narrower than the rule: every address the rule
+    /// takes matches the pattern, and a wrong scheme or no host fails both.
+    #[test]
+    fn the_web_url_pattern_takes_what_the_rule_takes() {
+        let pattern = regex_lite::Regex::new(WEB_URL_PATTERN).unwrap();
+        for url in [
+            "https://app.example.com",
+            "http://localhost:8080/x?y=1#z",
+            "https://exa_mple.com/",
+            "https://[2001:db8::1]/",
+            "https://user@example.com",
+        ] {
+            assert!(web_url(url).is_ok() && pattern.is_match(url), "{url}");
+        }
+        for url in [
+            "ftp://example.com",
+            "/relative",
+            "https://",
+            "https:///x",
+            "HTTPS://x",
+            "javascript:alert(1)",
+        ] {
+            assert!(web_url(url).is_err() && !pattern.is_match(url), "{url}");
+        }
+        // White space is the rule's alone: the document is wider there.
+        assert!(web_url("https://a b").is_err() && pattern.is_match("https://a b"));
     }
 
     #[test]

@@ -146,7 +146,7 @@ api_test! {
             let mut documented: BTreeSet<String> =
                 schema["required"].as_array().unwrap().iter().map(|f| f.as_str().unwrap().to_owned()).collect();
             // Of the fields one of which is needed, the create names the first.
-            if let Some(any_of) = schema["anyOf"].as_array() {
+            if let Some(any_of) = schema["allOf"][0]["anyOf"].as_array() {
                 documented.insert(any_of[0]["required"][0].as_str().unwrap().to_owned());
             }
             let refused = app.post(path, serde_json::json!({})).await.expect_error(400);

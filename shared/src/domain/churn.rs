@@ -18,6 +18,7 @@ use crate::keys;
 use crate::page::{ListPage, read_up_to};
 use crate::record::{self, CommitError, Mutation, Record, Stamps};
 use crate::store::{Index, Key, Query, SkRange, Store};
+use crate::validate::needs_one_of;
 
 pub const MAX_REASONS: usize = 200;
 pub const MAX_PER_REQUEST: usize = 50;
@@ -61,6 +62,7 @@ impl From<ChurnReason> for ChurnReasonView {
 /// `POST`: one reason or many.
 #[derive(Debug, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = one_or_many)]
 pub struct AddReasons {
     #[validate(
         length(min = 1, max = 200),
@@ -69,6 +71,11 @@ pub struct AddReasons {
     pub reason: Option<String>,
     #[validate(length(min = 1, max = 50))]
     pub reasons: Option<Vec<String>>,
+}
+
+/// What [`add`] checks, for the document.
+fn one_or_many(schema: &mut schemars::Schema) {
+    needs_one_of(schema, &["reason", "reasons"], false);
 }
 
 /// `DELETE`: the reason, in the query (`?reason=`) or the body.

@@ -86,6 +86,7 @@ pub struct CreateRedirectSession {
         length(min = 1, max = 2048),
         custom(function = "crate::validate::web_url")
     )]
+    #[schemars(pattern(crate::validate::WEB_URL_PATTERN))]
     pub target_url: String,
     pub payload: Option<Value>,
     #[validate(range(min = 10, max = 3600))]

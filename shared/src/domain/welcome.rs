@@ -23,6 +23,7 @@ use crate::ids::{self, Timestamp, WorkspaceId};
 use crate::keys;
 use crate::record::{self, CommitError, Mutation, Record, Stamps};
 use crate::store::{Key, Store};
+use crate::validate::needs_one_of;
 
 /// Within this window the same message is sent once.
 pub const DEDUP_MINUTES: i64 = 10;
@@ -94,6 +95,7 @@ impl Record for Sent {
 /// `phone`) and a content (`templateId` and/or `text`).
 #[derive(Debug, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(transform = recipient_and_content)]
 pub struct SendWelcome {
     pub contact_id: Option<u64>,
     #[validate(length(min = 1, max = 100))]
@@ -111,6 +113,12 @@ pub struct SendWelcome {
     pub variables: Option<Map<String, Value>>,
     #[validate(length(min = 1, max = 128))]
     pub channel_id: Option<String>,
+}
+
+/// What [`send`] checks, for the document.
+fn recipient_and_content(schema: &mut schemars::Schema) {
+    needs_one_of(schema, &["contactId", "phone"], true);
+    needs_one_of(schema, &["templateId", "text"], false);
 }
 
 /// What the API answers: the message, and whether it is an earlier one.

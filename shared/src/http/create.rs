@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use validator::{Validate, ValidationErrors};
 
 use super::openapi::strip_null;
-use crate::validate::CreateFields;
+use crate::validate::{CreateFields, needs_one_of};
 
 /// `Body<Create<T>>`: `T`, described as a create (see the module).
 #[derive(Debug)]
@@ -55,10 +55,7 @@ impl<T: JsonSchema + CreateFields> JsonSchema for Create<T> {
         required.extend(T::REQUIRED.iter().map(|f| json!(f)));
         object.insert("required".into(), Value::Array(required));
         if !T::ANY_OF.is_empty() {
-            let branches = T::ANY_OF.iter().map(|field| {
-                json!({ "required": [field], "properties": { *field: { "not": { "type": "null" } } } })
-            });
-            object.insert("anyOf".into(), Value::Array(branches.collect()));
+            needs_one_of(&mut schema, T::ANY_OF, false);
         }
         schema
     }

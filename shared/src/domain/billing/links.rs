@@ -153,6 +153,7 @@ pub struct CreateCheckoutLink {
         length(min = 1, max = 2048),
         custom(function = "crate::validate::web_url")
     )]
+    #[schemars(pattern(crate::validate::WEB_URL_PATTERN))]
     pub success_url: Option<String>,
 }
 

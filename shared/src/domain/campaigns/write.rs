@@ -58,6 +58,7 @@ pub struct CampaignInput {
         length(min = 1, max = 2048),
         custom(function = "crate::validate::web_url")
     )]
+    #[schemars(pattern(crate::validate::WEB_URL_PATTERN))]
     pub leads_asset_url: Option<Option<String>>,
     #[serde(default, deserialize_with = "nullable")]
     #[validate(length(min = 1, max = 4096))]
@@ -66,6 +67,7 @@ pub struct CampaignInput {
     #[validate(length(max = 4096))]
     pub text_raw: Option<Option<String>>,
     #[validate(length(max = 10))]
+    #[schemars(inner(pattern(crate::validate::WEB_URL_PATTERN)))]
     pub assets_urls: Option<Vec<String>>,
     pub should_create_conversation: Option<bool>,
     pub track_all_channels: Option<bool>,
