@@ -7,10 +7,14 @@
 //! | `CRM_JOB_QUEUE_URL`      | the SQS queue of background jobs (`CRM_IMPORT_QUEUE_URL`, its first name, is read too) |
 //! | `CRM_SQS_ENDPOINT`       | SQS endpoint override, e.g. a local moto server           |
 //! | `CRM_CHECKOUT_BASE_URL`  | where checkout links point (default `https://checkout.example.com/c`) |
+//! | `CRM_DYNAMODB_ATTEMPT_TIMEOUT_MS` | how long one DynamoDB call may take before it is sent again (default 2000) |
 //! | `AWS_REGION`             | region (set by Lambda; default `us-east-1` with an endpoint override) |
 //! | `CRM_TLS_ROOTS`          | `bundled` (Mozilla's roots compiled in; the default on Lambda) or `platform` (the system store; the default elsewhere, and chosen by `SSL_CERT_FILE`/`SSL_CERT_DIR`), see `tls.rs` |
 
+use std::time::Duration;
+
 use aws_config::{BehaviorVersion, Region, SdkConfig};
+use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 
 use crate::store::dynamo::DynamoStore;
 
@@ -22,7 +26,14 @@ pub struct Config {
     pub sqs_endpoint: Option<String>,
     /// The certificates the SDK's HTTPS client trusts (`tls.rs`).
     pub tls_roots: crate::tls::TrustRoots,
+    /// How long one DynamoDB call may take; `None`: [`ATTEMPT_TIMEOUT`].
+    pub attempt_timeout: Option<Duration>,
 }
+
+/// One DynamoDB call past this is given up and sent again (a read by the
+/// SDK, a write by the store, alike: `store::dynamo::attempts`). DynamoDB
+/// answers in milliseconds; an answer this late is an answer lost.
+pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(2);
 
 impl Config {
     pub fn from_env() -> Self {
@@ -33,6 +44,9 @@ impl Config {
             job_queue_url: var("CRM_JOB_QUEUE_URL").or_else(|| var("CRM_IMPORT_QUEUE_URL")),
             sqs_endpoint: var("CRM_SQS_ENDPOINT"),
             tls_roots: crate::tls::TrustRoots::from_env(),
+            attempt_timeout: var("CRM_DYNAMODB_ATTEMPT_TIMEOUT_MS")
+                .and_then(|ms| ms.parse().ok())
+                .map(Duration::from_millis),
         }
     }
 
@@ -67,7 +81,15 @@ impl Config {
     }
 
     pub fn dynamo_store_with(&self, sdk: &SdkConfig) -> DynamoStore {
-        let mut builder = aws_sdk_dynamodb::config::Builder::from(sdk);
+        // The connect timeout and the rest stay as the SDK configures them.
+        let timeouts = sdk
+            .timeout_config()
+            .cloned()
+            .unwrap_or_else(|| TimeoutConfig::builder().build())
+            .to_builder()
+            .operation_attempt_timeout(self.attempt_timeout.unwrap_or(ATTEMPT_TIMEOUT))
+            .build();
+        let mut builder = aws_sdk_dynamodb::config::Builder::from(sdk).timeout_config(timeouts);
         if let Some(endpoint) = &self.dynamodb_endpoint {
             builder = builder.endpoint_url(endpoint);
         }

@@ -113,12 +113,20 @@ impl std::fmt::Display for ApiError {
 
 impl std::error::Error for ApiError {}
 
+/// The answer to a write whose outcome the store could not learn.
+pub const UNCERTAIN: &str = "the store did not confirm this write, so it may or may not have been applied; \
+     a retry with the same Idempotency-Key is safe (without a key, read before you retry)";
+
 impl From<StoreError> for ApiError {
     fn from(err: StoreError) -> Self {
         match err {
             StoreError::Unavailable(cause) => {
                 tracing::warn!(cause = %cause, "store unavailable");
                 ApiError::unavailable("the store is unavailable, retry later")
+            }
+            StoreError::Uncertain(cause) => {
+                tracing::warn!(cause = %cause, "store write outcome unknown");
+                ApiError::unavailable(UNCERTAIN)
             }
             StoreError::ItemTooLarge => ApiError::new(
                 StatusCode::PAYLOAD_TOO_LARGE,

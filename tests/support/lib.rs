@@ -27,6 +27,10 @@ use tower::ServiceExt;
 
 pub use serde_json;
 
+mod fault_proxy;
+pub mod faults;
+use faults::{FaultProxy, Faults, FaultyStore};
+
 /// The admin token every test app starts with (workspace 1).
 pub const ADMIN_TOKEN: &str = "crm_test_admin_token_0123456789";
 
@@ -101,6 +105,13 @@ impl TestResponse {
         body
     }
 
+    /// Whether the answer is a replay of an earlier one (`Idempotent-Replayed`).
+    pub fn replayed(&self) -> bool {
+        self.headers
+            .get("idempotent-replayed")
+            .is_some_and(|v| v == "true")
+    }
+
     /// Asserts a 400 that names `field` in its details.
     #[track_caller]
     pub fn expect_field_error(self, field: &str) -> Value {
@@ -153,25 +164,28 @@ impl TestApp {
 
     /// A fresh table on DynamoDB Local, or `None` (skipped) when it is not running.
     pub async fn dynamodb() -> Option<Self> {
-        let Some(endpoint) = std::env::var("CRM_TEST_DYNAMODB_ENDPOINT")
-            .ok()
-            .filter(|e| !e.is_empty())
-        else {
-            if std::env::var("CRM_REQUIRE_DYNAMODB").is_ok_and(|v| v == "1") {
-                panic!("CRM_REQUIRE_DYNAMODB=1 but CRM_TEST_DYNAMODB_ENDPOINT is not set");
-            }
-            eprintln!("skipped: DynamoDB Local is not running (use scripts/test.sh)");
-            return None;
-        };
-        let table = format!("crm-test-{}", shared::ids::new_ulid().to_lowercase());
-        let config = shared::config::Config {
-            table: table.clone(),
-            dynamodb_endpoint: Some(endpoint),
-            ..Default::default()
-        };
-        let store = config.dynamo_store().await;
-        store.create_table().await.expect("create the test table");
+        let (_, table, store) = dynamodb_table().await?;
         Some(Self::with_store(Arc::new(store), Backend::DynamoDb, Some(table)).await)
+    }
+
+    /// The embedded store behind the fault wrapper ([`faults`]).
+    pub async fn embedded_with_faults() -> (Self, Faults) {
+        let inner: SharedStore = Arc::new(EmbeddedStore::in_memory(keys::GSIS));
+        let store = Arc::new(FaultyStore::new(inner));
+        let app = Self::with_store(store.clone(), Backend::Embedded, None).await;
+        (app, Faults::Store(store))
+    }
+
+    /// A fresh table on DynamoDB Local behind the fault proxy ([`faults`]),
+    /// or `None` (skipped) when it is not running.
+    pub async fn dynamodb_with_faults() -> Option<(Self, Faults)> {
+        let (endpoint, table, _) = dynamodb_table().await?;
+        let proxy = FaultProxy::start(&endpoint, faults::SLOW).await;
+        let mut config = dynamodb_config(&table, proxy.endpoint.clone());
+        config.attempt_timeout = Some(faults::ATTEMPT_TIMEOUT);
+        let store = config.dynamo_store().await;
+        let app = Self::with_store(Arc::new(store), Backend::DynamoDb, Some(table)).await;
+        Some((app, Faults::Proxy(proxy)))
     }
 
     pub async fn with_store(store: SharedStore, backend: Backend, table: Option<String>) -> Self {
@@ -265,6 +279,46 @@ impl TestApp {
         }
     }
 
+    /// A `POST` with the admin token and an `Idempotency-Key`.
+    pub async fn post_with_key(&self, path: &str, key: &str, body: &Value) -> TestResponse {
+        self.post_keyed(ADMIN_TOKEN, path, key, body).await
+    }
+
+    /// A `POST` with `token` and an `Idempotency-Key`.
+    pub async fn post_keyed(
+        &self,
+        token: &str,
+        path: &str,
+        key: &str,
+        body: &Value,
+    ) -> TestResponse {
+        let request = Request::builder()
+            .method(Method::POST)
+            .uri(path)
+            .header("authorization", format!("Bearer {token}"))
+            .header("content-type", "application/json")
+            .header("idempotency-key", key)
+            .body(Body::from(body.to_string()))
+            .expect("a valid request");
+        self.raw(request).await
+    }
+
+    /// Creates a contact (a deal needs one) and answers its id.
+    pub async fn a_contact(&self) -> u64 {
+        let contact = self
+            .post(
+                "/v3/contacts",
+                json!({ "name": "Buyer", "phone": "11987654321" }),
+            )
+            .await
+            .expect(201);
+        contact["id"]
+            .as_str()
+            .expect("a contact id")
+            .parse()
+            .expect("a numeric id")
+    }
+
     /// Creates a tag named `name` and answers its path (`/v3/tags/{id}`).
     pub async fn tag_path(&self, name: &str) -> String {
         let tag = self
@@ -329,6 +383,35 @@ impl TestApp {
     }
 }
 
+/// DynamoDB Local's endpoint, a fresh table on it and a store of that table,
+/// or `None` (skipped) when it is not running.
+async fn dynamodb_table() -> Option<(String, String, shared::store::dynamo::DynamoStore)> {
+    let Some(endpoint) = std::env::var("CRM_TEST_DYNAMODB_ENDPOINT")
+        .ok()
+        .filter(|e| !e.is_empty())
+    else {
+        if std::env::var("CRM_REQUIRE_DYNAMODB").is_ok_and(|v| v == "1") {
+            panic!("CRM_REQUIRE_DYNAMODB=1 but CRM_TEST_DYNAMODB_ENDPOINT is not set");
+        }
+        eprintln!("skipped: DynamoDB Local is not running (use scripts/test.sh)");
+        return None;
+    };
+    let table = format!("crm-test-{}", shared::ids::new_ulid().to_lowercase());
+    let store = dynamodb_config(&table, endpoint.clone())
+        .dynamo_store()
+        .await;
+    store.create_table().await.expect("create the test table");
+    Some((endpoint, table, store))
+}
+
+fn dynamodb_config(table: &str, endpoint: String) -> shared::config::Config {
+    shared::config::Config {
+        table: table.to_owned(),
+        dynamodb_endpoint: Some(endpoint),
+        ..Default::default()
+    }
+}
+
 /// Requests with one token.
 pub struct Client<'a> {
     app: &'a TestApp,
@@ -377,6 +460,32 @@ macro_rules! api_test {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn dynamodb() {
                 let Some($app) = $crate::TestApp::dynamodb().await else { return };
+                $body
+            }
+        }
+    };
+}
+
+/// Like [`api_test!`], with the store's faults in hand ([`faults`]): on the
+/// embedded store behind the fault wrapper, and on DynamoDB Local behind the
+/// fault proxy.
+#[macro_export]
+macro_rules! fault_test {
+    ($(#[$meta:meta])* async fn $name:ident($app:ident, $faults:ident) $body:block) => {
+        $(#[$meta])*
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn embedded() {
+                let ($app, $faults) = $crate::TestApp::embedded_with_faults().await;
+                $body
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn dynamodb() {
+                let Some(($app, $faults)) = $crate::TestApp::dynamodb_with_faults().await else { return };
                 $body
             }
         }

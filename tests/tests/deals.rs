@@ -10,17 +10,6 @@ async fn load(app: &TestApp, workspace: u64, line: Value) {
     app.load_line(workspace, line).await.unwrap();
 }
 
-async fn a_contact(app: &TestApp) -> u64 {
-    let c = app
-        .post(
-            "/v3/contacts",
-            json!({ "name": "Buyer", "phone": "11987654321" }),
-        )
-        .await
-        .expect(201);
-    c["id"].as_str().unwrap().parse().unwrap()
-}
-
 /// A valid create body, changed by `overrides`.
 fn body(contact: u64, overrides: Value) -> Value {
     let mut body = json!({
@@ -51,7 +40,7 @@ fn ids(page: &Value) -> Vec<String> {
 api_test! {
     /// POST /v3/deals: 201 with the deal; the contact is a snapshot of the contact record.
     async fn creates_a_deal(app) {
-        let contact = a_contact(&app).await;
+        let contact = app.a_contact().await;
         let deal = app.post("/v3/deals", body(contact, json!({ "authorType": "bot", "context": { "automationId": "a1" } }))).await.expect(201);
         assert!(deal["id"].as_str().unwrap().parse::<u64>().is_ok());
         assert_eq!(deal["workspaceId"], 1);
@@ -72,7 +61,7 @@ api_test! {
 api_test! {
     /// Every required field of the spec, and the types and enums.
     async fn validates_the_create_body(app) {
-        let contact = a_contact(&app).await;
+        let contact = app.a_contact().await;
         for field in ["name", "value", "status", "operatorId", "groupId", "pipelineId", "stageId", "origin", "tagIds"] {
             app.post("/v3/deals", body(contact, json!({ field: null }))).await.expect_field_error(field);
         }
@@ -91,7 +80,7 @@ api_test! {
 api_test! {
     /// Deal products are catalog products; total is computed when absent.
     async fn computes_product_totals(app) {
-        let contact = a_contact(&app).await;
+        let contact = app.a_contact().await;
         load(&app, 1, json!({ "type": "product", "id": 5, "name": "Seat", "price": 100 })).await;
         let products = json!([
             { "id": "5", "quantity": 3 },
@@ -112,7 +101,7 @@ api_test! {
 api_test! {
     /// won/lost stamp wonLostDate, open clears it; lost reasons only on lost deals.
     async fn status_changes_are_honest(app) {
-        let contact = a_contact(&app).await;
+        let contact = app.a_contact().await;
         let deal = app.post("/v3/deals", body(contact, json!({}))).await.expect(201);
         let path = format!("/v3/deals/{}", deal["id"].as_str().unwrap());
         app.patch(&path, json!({ "lostReason": ["price"] })).await.expect_field_error("lostReason");
@@ -134,7 +123,7 @@ api_test! {
 api_test! {
     /// A stage change stamps lastStageChanged and adds the time spent to timeInStage.
     async fn stage_changes_accumulate_time(app) {
-        let contact = a_contact(&app).await;
+        let contact = app.a_contact().await;
         let deal = app.post("/v3/deals", body(contact, json!({ "stageId": "s1" }))).await.expect(201);
         let path = format!("/v3/deals/{}", deal["id"].as_str().unwrap());
         tokio::time::sleep(std::time::Duration::from_millis(30)).await;
@@ -154,7 +143,7 @@ api_test! {
 
 api_test! {
     async fn patch_refuses_what_it_must_not_change(app) {
-        let contact = a_contact(&app).await;
+        let contact = app.a_contact().await;
         let deal = app.post("/v3/deals", body(contact, json!({}))).await.expect(201);
         let path = format!("/v3/deals/{}", deal["id"].as_str().unwrap());
         for field in ["workspaceId", "createdAt", "lastUpdateAt", "updatedAt"] {
@@ -174,7 +163,7 @@ api_test! {
 
 /// Twelve deals across stages, statuses, operators, tags and products.
 async fn pipeline(app: &TestApp) -> u64 {
-    let contact = a_contact(app).await;
+    let contact = app.a_contact().await;
     load(
         app,
         1,

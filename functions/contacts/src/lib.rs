@@ -10,7 +10,9 @@ use shared::domain::contacts::{
     Creation, V1Query, WindowQuery,
 };
 use shared::domain::imports::{self, ImportJobView, ImportRequest};
-use shared::http::{AppState, Body, Created, Group, Params, PathId, PathKey, Reply, created};
+use shared::http::{
+    AppState, Body, Created, Group, Params, PathId, PathKey, ReadBackRoute, Reply, created,
+};
 use shared::page::{CursorPage, ListPage};
 
 pub fn group() -> Group {
@@ -18,12 +20,20 @@ pub fn group() -> Group {
         .get("/v3/contacts", list)
         .summary("List contacts (search, filters, sort)")
         .post("/v3/contacts", create)
+        .reads_back("/v3/contacts/{id}")
         .summary("Create a contact")
         .get("/v3/contacts/all", list_window)
         .summary("List contacts created in a window of at most 2 hours")
         .post("/v3/contacts/find-or-create", find_or_create)
+        // Only a request that created the contact writes, so one read back created it.
+        .read_back(ReadBackRoute {
+            path: "/v3/contacts/{id}",
+            status: 201,
+            header: Some(("x-contact-created", "true")),
+        })
         .summary("Find a contact by phone, or create it")
         .post("/v3/contacts/import", import)
+        .reads_back("/v3/contacts/import/{id}")
         .summary("Import up to 500 contacts in the background")
         .get("/v3/contacts/import/{id}", import_status)
         .summary("Read an import job")
@@ -35,6 +45,7 @@ pub fn group() -> Group {
         .get("/v1/contacts", list_v1)
         .summary("List contacts (public, cursor pages)")
         .post("/v1/contacts", create_v1)
+        .reads_back("/v1/contacts/{id}")
         .summary("Create a contact (public)")
         .get("/v1/contacts/{id}", get_v1)
         .summary("Read a contact (public)")

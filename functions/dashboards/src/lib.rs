@@ -11,10 +11,12 @@ use shared::page::{ListPage, OffsetQuery};
 pub fn group() -> Group {
     Group::new("dashboards")
         .post("/v3/dashboards", create)
+        .reads_back("/v3/dashboards/{id}")
         .summary("Create a dashboard")
         .get("/v3/dashboards/{dashboardId}", get)
         .summary("Read a dashboard")
         .post("/v3/dashboards/{dashboardId}/snapshots", snapshot)
+        .reads_back("/v3/dashboards/{dashboardId}/snapshots/{id}")
         .summary("Compute a snapshot in the background")
         .get("/v3/dashboards/{dashboardId}/snapshots", snapshots)
         .summary("List a dashboard's snapshots")

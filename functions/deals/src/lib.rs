@@ -15,6 +15,7 @@ pub fn group() -> Group {
         .get("/v3/deals", list)
         .summary("List deals (flat, nested or JSON filters)")
         .post("/v3/deals", create)
+        .reads_back("/v3/deals/{id}")
         .summary("Create a deal")
         .get("/v3/deals/{id}", get)
         .summary("Read a deal")

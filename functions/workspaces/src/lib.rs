@@ -13,7 +13,8 @@ use shared::domain::workspaces::{
     self, CreateWorkspace, CreatedWorkspace, Environment, WorkspaceView,
 };
 use shared::http::{
-    AppState, Body, Created, Group, MaybeBody, Params, PathId, PathKey, Reply, created,
+    AppState, Body, Created, Group, MaybeBody, Params, PathId, PathKey, ReadBackRoute, Reply,
+    created,
 };
 use shared::page::ListPage;
 
@@ -29,11 +30,18 @@ pub fn group() -> Group {
         .post("/v3/workspaces/demote-testing/{id}", demote_testing)
         .summary("Move a workspace back to production (admin)")
         .post("/v3/workspaces/send-welcome-message", send_welcome)
+        // A duplicate writes nothing, so one read back was sent.
+        .read_back(ReadBackRoute {
+            path: "/v3/workspaces/welcome-messages/{id}",
+            status: 201,
+            header: Some(("x-welcome-duplicate", "false")),
+        })
         .summary("Send a welcome message (deduplicated for 10 minutes)")
         .get("/v3/workspaces/welcome-messages/{id}", get_welcome)
         .summary("Read a welcome message")
         .extension()
         .post("/v3/workspaces/checkout-link", billing::create_link)
+        .reads_back("/v3/workspaces/checkout-link/{id}")
         .summary("Create a checkout link")
         .get("/v3/workspaces/checkout-link/{code}", billing::get_link)
         .summary("Read a checkout link")

@@ -1,17 +1,23 @@
 //! The `Idempotency-Key` of every `POST` (see [`crate::idempotency`]): claims
-//! the key before the handler, answers a retry with the stored response and
-//! `Idempotent-Replayed: true`, and keeps the answer after the handler.
+//! the key before the handler, answers a retry with the stored response (or
+//! by reading what the first request made) and `Idempotent-Replayed: true`,
+//! and keeps the answer after the handler.
 
+use std::collections::HashMap;
+
+use axum::Router;
 use axum::body::{Body, to_bytes};
-use axum::extract::{FromRequestParts, Request};
+use axum::extract::{FromRequestParts, MatchedPath, RawPathParams, Request};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use tower::ServiceExt;
 
-use super::{AppState, BODY_LIMIT};
+use super::{BODY_LIMIT, ReadBackRoute, Served};
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::idempotency::{self, Begin};
+use crate::idempotency::{self, Begin, ReadBack, ReadBackRule};
 
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 pub const REPLAYED: &str = "idempotent-replayed";
@@ -25,16 +31,90 @@ fn kept(name: &HeaderName) -> bool {
         || name.as_str().starts_with("x-") && name.as_str() != "x-request-id"
 }
 
-pub(super) async fn idempotent(state: AppState, req: Request, next: Next) -> Response {
+/// The app's routes without the middleware, and the read-back of each
+/// create that has one: what answers a keyed retry by reading.
+pub(super) struct Reader {
+    routes: Router,
+    read_backs: HashMap<&'static str, ReadBackRoute>,
+}
+
+impl Reader {
+    pub(super) fn new(routes: Router, read_backs: Vec<(&'static str, ReadBackRoute)>) -> Self {
+        Self {
+            routes,
+            read_backs: read_backs.into_iter().collect(),
+        }
+    }
+
+    /// The read-back of the route this request matched, its own path
+    /// parameters filled in.
+    async fn rule(&self, parts: &mut Parts) -> Option<ReadBackRule> {
+        let route = parts.extensions.get::<MatchedPath>()?.as_str();
+        let declared = self.read_backs.get(route)?;
+        let mut path = declared.path.to_owned();
+        if let Ok(params) = RawPathParams::from_request_parts(parts, &()).await {
+            for (name, value) in &params {
+                path = path.replace(&format!("{{{name}}}"), value);
+            }
+        }
+        Some(ReadBackRule {
+            path,
+            status: declared.status,
+            headers: declared
+                .header
+                .iter()
+                .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+                .collect(),
+        })
+    }
+
+    /// The first request's answer, read again for `caller`: the `GET` of
+    /// what it made, with the status and header the first answer had.
+    async fn answer(&self, caller: Caller, read_back: ReadBack) -> Response {
+        let mut request = Request::get(&read_back.path)
+            .body(Body::empty())
+            .expect("a GET of a path the API wrote");
+        request.extensions_mut().insert(caller);
+        let response = match self.routes.clone().oneshot(request).await {
+            Ok(response) => response,
+            Err(never) => match never {},
+        };
+        // A failure to read (the store unavailable) is answered as it is:
+        // the client retries. A record gone since is the first answer lost.
+        if response.status().is_server_error() {
+            return response;
+        }
+        if !response.status().is_success() {
+            return ApiError::conflict(format!(
+                "this request was applied and made {}, which cannot be read now ({}); \
+                 a new request needs a new Idempotency-Key",
+                read_back.path,
+                response.status()
+            ))
+            .into_response();
+        }
+        let (mut parts, body) = response.into_parts();
+        parts.status = StatusCode::from_u16(read_back.status).unwrap_or(StatusCode::OK);
+        let mut response = Response::from_parts(parts, body);
+        set_headers(response.headers_mut(), &read_back.headers);
+        response
+            .headers_mut()
+            .insert(REPLAYED, HeaderValue::from_static("true"));
+        response
+    }
+}
+
+pub(super) async fn idempotent(served: Served, req: Request, next: Next) -> Response {
     if req.method() != Method::POST || !req.headers().contains_key(IDEMPOTENCY_KEY) {
         return next.run(req).await;
     }
-    match run(state, req, next).await {
+    match run(served, req, next).await {
         Ok(response) | Err(response) => response,
     }
 }
 
-async fn run(state: AppState, req: Request, next: Next) -> Result<Response, Response> {
+async fn run(served: Served, req: Request, next: Next) -> Result<Response, Response> {
+    let state = &served.state;
     let key = req
         .headers()
         .get(IDEMPOTENCY_KEY)
@@ -50,19 +130,21 @@ async fn run(state: AppState, req: Request, next: Next) -> Result<Response, Resp
         })?;
     let (mut parts, body) = req.into_parts();
     // The caller is known before the body is read; the handler reuses it.
-    let caller = Caller::from_request_parts(&mut parts, &state)
+    let caller = Caller::from_request_parts(&mut parts, state)
         .await
         .map_err(IntoResponse::into_response)?;
     let bytes = to_bytes(body, BODY_LIMIT)
         .await
         .map_err(|_| ApiError::body_too_large().into_response())?;
     let route = format!("POST {}", parts.uri.path());
+    let rule = served.reads.rule(&mut parts).await;
     let begun = idempotency::begin(
         state.store.as_ref(),
         caller.workspace_id,
         &key,
         &route,
         &bytes,
+        rule,
     )
     .await
     .map_err(IntoResponse::into_response)?;
@@ -72,11 +154,16 @@ async fn run(state: AppState, req: Request, next: Next) -> Result<Response, Resp
             headers,
             body,
         } => return Ok(replay(status, &headers, body)),
+        Begin::ReadBack(read_back) => return Ok(served.reads.answer(caller, read_back).await),
         Begin::Run(claim) => claim,
     };
     parts.extensions.insert(caller);
     let req = Request::from_parts(parts, Body::from(bytes));
-    let response = idempotency::scope(claim.clone(), next.run(req)).await;
+    // Stopped at the deadline, a request's claim settles before its lease ends.
+    let running = idempotency::scope(claim.clone(), next.run(req));
+    let response = tokio::time::timeout(idempotency::DEADLINE, running)
+        .await
+        .unwrap_or_else(|_| idempotency::stopped().into_response());
 
     let (parts, body) = response.into_parts();
     let status = parts.status.as_u16();
@@ -112,7 +199,14 @@ fn stored_headers(headers: &HeaderMap) -> Vec<(String, String)> {
 fn replay(status: u16, headers: &[(String, String)], body: String) -> Response {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
     let mut response = (status, body).into_response();
-    let map = response.headers_mut();
+    set_headers(response.headers_mut(), headers);
+    response
+        .headers_mut()
+        .insert(REPLAYED, HeaderValue::from_static("true"));
+    response
+}
+
+fn set_headers(map: &mut HeaderMap, headers: &[(String, String)]) {
     for (name, value) in headers {
         if let (Ok(name), Ok(value)) = (
             HeaderName::from_bytes(name.as_bytes()),
@@ -121,6 +215,4 @@ fn replay(status: u16, headers: &[(String, String)], body: String) -> Response {
             map.insert(name, value);
         }
     }
-    map.insert(REPLAYED, HeaderValue::from_static("true"));
-    response
 }

@@ -92,17 +92,25 @@ fn request_id_of(req: &Request) -> String {
         .unwrap_or_else(ids::new_ulid)
 }
 
+/// What the middleware around every route holds.
+#[derive(Clone)]
+struct Served {
+    state: AppState,
+    /// The routes, for answering a keyed retry by reading.
+    reads: Arc<idempotent::Reader>,
+}
+
 /// Around every route: gives the request its id, applies the [`limits`] and
 /// the `Idempotency-Key` ([`idempotent`]), holds the answer until the token
 /// holds, and writes one log line. Never logs headers (tokens) or bodies.
-async fn around(State(state): State<AppState>, req: Request, next: Next) -> Response {
+async fn around(State(served): State<Served>, req: Request, next: Next) -> Response {
     let started = Instant::now();
     let request_id = request_id_of(&req);
     let method = req.method().clone();
     let route = req.extensions().get::<MatchedPath>().cloned();
     let mut response = crate::context::scope(request_id.clone(), async {
         let response = match limits(req).await {
-            Ok(req) => idempotent::idempotent(state, req, next).await,
+            Ok(req) => idempotent::idempotent(served, req, next).await,
             Err(refused) => refused,
         };
         // Nothing leaves before the token holds, even from a handler that read nothing.
@@ -133,7 +141,20 @@ pub struct Route {
     pub summary: Option<&'static str>,
     /// Not in the original API specification.
     pub extension: bool,
+    /// Where a keyed retry reads this create's answer again when the first
+    /// answer was not kept ([`crate::idempotency`]).
+    pub read_back: Option<ReadBackRoute>,
     describe: openapi::Describe,
+}
+
+/// A create's answer, read again: `GET path` (`{id}`: the id of the record
+/// it made; other parameters: the create's own), answered with `status`
+/// and `header`, as the create answered.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadBackRoute {
+    pub path: &'static str,
+    pub status: u16,
+    pub header: Option<(&'static str, &'static str)>,
 }
 
 /// `group.get(path, handler)` and its siblings: [`Group::route`] with a method.
@@ -187,6 +208,7 @@ impl Group {
             operation_id: std::any::type_name::<H>().replace("::", "."),
             summary: None,
             extension: false,
+            read_back: None,
             describe: openapi::describe::<I, O>,
         });
         self
@@ -210,6 +232,25 @@ impl Group {
         self
     }
 
+    /// The route added last answers 201 with the record it made, which
+    /// `GET path` reads (`{id}`: its id): a keyed retry whose first answer
+    /// was not kept is answered from there.
+    pub fn reads_back(self, path: &'static str) -> Self {
+        self.read_back(ReadBackRoute {
+            path,
+            status: 201,
+            header: None,
+        })
+    }
+
+    /// [`Group::reads_back`] for a create that marks its answer with a header.
+    pub fn read_back(mut self, read_back: ReadBackRoute) -> Self {
+        if let Some(route) = self.routes.last_mut() {
+            route.read_back = Some(read_back);
+        }
+        self
+    }
+
     pub fn routes(&self) -> &[Route] {
         &self.routes
     }
@@ -225,17 +266,28 @@ impl Group {
 
 /// The application of some groups: one group in a Lambda, all of them in `crm serve`.
 pub fn app(state: AppState, groups: Vec<Group>) -> Router {
-    groups
-        .into_iter()
-        .fold(Router::new(), |router, group| {
-            router.merge(group.into_router())
-        })
+    let read_backs: Vec<(&'static str, ReadBackRoute)> = groups
+        .iter()
+        .flat_map(|g| g.routes())
+        .filter_map(|r| Some((r.path, r.read_back?)))
+        .collect();
+    let routes = groups.into_iter().fold(Router::new(), |router, group| {
+        router.merge(group.into_router())
+    });
+    let served = Served {
+        reads: Arc::new(idempotent::Reader::new(
+            routes.clone().with_state(state.clone()),
+            read_backs,
+        )),
+        state: state.clone(),
+    };
+    routes
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         // One middleware, not one per concern: each layer costs every request
         // a clone of the routes' service and a boxed future.
-        .layer(middleware::from_fn_with_state(state.clone(), around))
+        .layer(middleware::from_fn_with_state(served, around))
         .with_state(state)
 }
 

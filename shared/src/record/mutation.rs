@@ -243,12 +243,14 @@ impl<'a> Mutation<'a> {
         self.writes
             .retain(|(w, _)| !matches!(w, Write::Add { delta: 0, .. }));
         // Under an Idempotency-Key, the key's record moves in this transaction.
-        let guard = crate::idempotency::guard_write().transpose()?;
-        let guarded_version = guard.as_ref().map(|(_, version)| *version);
-        if let Some((write, _)) = guard {
-            let lost = OnFailure::Error(crate::idempotency::lost_claim());
-            self.writes.push((write, Some(lost)));
-        }
+        let guard = match crate::idempotency::guard(resource_id).transpose()? {
+            Some((write, guard)) => {
+                let lost = OnFailure::Error(crate::idempotency::lost_claim());
+                self.writes.push((write, Some(lost)));
+                Some(guard)
+            }
+            None => None,
+        };
         if self.writes.len() > crate::store::MAX_TRANSACTION_ITEMS {
             return Err(CommitError::Api(ApiError::bad_request(format!(
                 "this change touches {} items, more than one transaction holds ({}); make it in two steps",
@@ -259,12 +261,15 @@ impl<'a> Mutation<'a> {
         let (writes, failures): (Vec<_>, Vec<_>) = self.writes.into_iter().unzip();
         match store.write(writes).await {
             Ok(()) => {
-                if let Some(version) = guarded_version {
-                    crate::idempotency::guarded(version);
+                if let Some(guard) = guard {
+                    guard.landed();
                 }
                 Ok(())
             }
             Err(StoreError::ConditionFailed { index }) => {
+                if let Some(guard) = guard {
+                    guard.failed();
+                }
                 match failures.into_iter().nth(index).flatten() {
                     Some(OnFailure::IdTaken) => Err(CommitError::IdTaken),
                     Some(OnFailure::Error(e)) => Err(CommitError::Api(e)),
@@ -273,7 +278,13 @@ impl<'a> Mutation<'a> {
                     )))),
                 }
             }
-            Err(e) => Err(CommitError::Api(e.into())),
+            Err(e) => {
+                // An unknown outcome leaves the guard unsure; the request's end settles it.
+                if let (false, Some(guard)) = (matches!(e, StoreError::Uncertain(_)), guard) {
+                    guard.failed();
+                }
+                Err(CommitError::Api(e.into()))
+            }
         }
     }
 }

@@ -203,9 +203,14 @@ pub enum StoreError {
     ConditionFailed { index: usize },
     #[error("item exceeds the 400 KB item limit")]
     ItemTooLarge,
-    /// Throttled, timed out or unreachable after the retries.
+    /// Throttled or unreachable after the retries; nothing was written.
     #[error("store unavailable: {0}")]
     Unavailable(String),
+    /// The write was sent and its answer never came, after the retries: it
+    /// may or may not have been applied. Sending it again is safe only where
+    /// something recognises it (an `Idempotency-Key`).
+    #[error("outcome unknown: {0}")]
+    Uncertain(String),
     /// A request the store refuses (a bug in the caller).
     #[error("invalid store request: {0}")]
     Invalid(String),

@@ -16,6 +16,7 @@ use aws_sdk_dynamodb::types::{
 };
 use serde_dynamo::aws_sdk_dynamodb_1 as convert;
 
+mod attempts;
 mod table;
 mod write;
 
@@ -31,16 +32,25 @@ type Rendered = (
 
 pub struct DynamoStore {
     client: Client,
+    /// The same client without the SDK's retries: writes make their own
+    /// ([`attempts`]), so that every attempt of one write is sent alike.
+    writer: Client,
     table: String,
     metrics: Metrics,
 }
 
-/// Transaction conflicts (two transactions on one counter item) are retried this often.
-const CONFLICT_RETRIES: u32 = 10;
+/// Unprocessed keys of a batch get are asked for again this often.
+const BATCH_RETRIES: u32 = 10;
 
 impl DynamoStore {
     pub fn new(client: Client, table: impl Into<String>) -> Self {
+        let writer = client
+            .config()
+            .to_builder()
+            .retry_config(aws_sdk_dynamodb::config::retry::RetryConfig::disabled())
+            .build();
         Self {
+            writer: Client::from_conf(writer),
             client,
             table: table.into(),
             metrics: Metrics::default(),
@@ -180,7 +190,7 @@ impl Store for DynamoStore {
                 pending = rest.keys;
                 if !pending.is_empty() {
                     attempt += 1;
-                    if attempt > CONFLICT_RETRIES {
+                    if attempt > BATCH_RETRIES {
                         return Err(StoreError::Unavailable(
                             "batch get kept unprocessed keys".into(),
                         ));

@@ -1,16 +1,18 @@
-//! Writes: one item with its condition, or a transaction, with conflicts retried.
+//! Writes: one item with its condition, or a transaction, each sent until
+//! its outcome is known ([`super::attempts`]).
 
 use std::collections::HashMap;
 
-use aws_sdk_dynamodb::error::ProvideErrorMetadata;
+use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, ConditionCheck, Delete, Put, ReturnConsumedCapacity, TransactWriteItem, Update,
+    AttributeValue, CancellationReason, ConditionCheck, Delete, Put, ReturnConsumedCapacity,
+    ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
 };
 
-use super::{
-    Attrs, CONFLICT_RETRIES, DynamoStore, Rendered, backoff, invalid, non_empty, sdk_error,
-};
+use super::attempts::{Attempts, Failure, classify};
+use super::{Attrs, DynamoStore, Rendered, invalid, non_empty};
 use crate::store::*;
 
 impl DynamoStore {
@@ -91,92 +93,106 @@ impl DynamoStore {
         Ok(built.build())
     }
 
-    /// One write outside a transaction: half the cost of a one-item transaction.
+    /// One write outside a transaction: half the cost of a one-item
+    /// transaction. An `ADD` is not idempotent and a lone check needs a
+    /// transaction: both go as one, with its token.
     pub(super) async fn write_one(&self, w: Write) -> Result<(), StoreError> {
-        Metrics::count(&self.metrics.writes, 1);
-        let failed =
-            |e: &dyn ProvideErrorMetadata| e.code() == Some("ConditionalCheckFailedException");
-        match w {
-            Write::Put { item, condition } => {
-                let (expr, values, names) = Self::rendered(condition);
-                let sent = self
-                    .client
-                    .put_item()
-                    .table_name(&self.table)
-                    .set_item(Some(Self::to_attrs(&item)?))
-                    .set_condition_expression(expr)
-                    .set_expression_attribute_values(values)
-                    .set_expression_attribute_names(names)
-                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
-                    .send()
-                    .await;
-                match sent {
-                    Ok(out) => {
-                        self.consumed(out.consumed_capacity(), true);
-                        Ok(())
+        if matches!(w, Write::Add { .. } | Write::Check { .. }) {
+            return self.transact(vec![w]).await;
+        }
+        let mut attempts = Attempts::new();
+        loop {
+            Metrics::count(&self.metrics.writes, 1);
+            let failure = match self.send_one(&w).await {
+                Ok(()) => return Ok(()),
+                Err(One::ConditionFailed(found)) => {
+                    // Sent again after an answer that never came: the failed
+                    // condition may be the first attempt's own work. A put that
+                    // finds its own item, or a delete that finds none, landed.
+                    if attempts.resent() && landed(&w, found)? {
+                        return Ok(());
                     }
-                    Err(e) if failed(&e) => Err(StoreError::ConditionFailed { index: 0 }),
-                    Err(e) => Err(sdk_error(e)),
+                    return Err(StoreError::ConditionFailed { index: 0 });
                 }
-            }
-            Write::Delete { key, condition } => {
-                let (expr, values, names) = Self::rendered(condition);
-                let sent = self
-                    .client
-                    .delete_item()
-                    .table_name(&self.table)
-                    .set_key(Some(Self::key_attrs(&key)))
-                    .set_condition_expression(expr)
-                    .set_expression_attribute_values(values)
-                    .set_expression_attribute_names(names)
-                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
-                    .send()
-                    .await;
-                match sent {
-                    Ok(out) => {
-                        self.consumed(out.consumed_capacity(), true);
-                        Ok(())
-                    }
-                    Err(e) if failed(&e) => Err(StoreError::ConditionFailed { index: 0 }),
-                    Err(e) => Err(sdk_error(e)),
-                }
-            }
-            Write::Add {
-                key,
-                attribute,
-                delta,
-            } => {
-                let out = self
-                    .client
-                    .update_item()
-                    .table_name(&self.table)
-                    .set_key(Some(Self::key_attrs(&key)))
-                    .update_expression("ADD #a :d")
-                    .expression_attribute_names("#a", attribute)
-                    .expression_attribute_values(":d", AttributeValue::N(delta.to_string()))
-                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
-                    .send()
-                    .await
-                    .map_err(sdk_error)?;
-                self.consumed(out.consumed_capacity(), true);
-                Ok(())
-            }
-            check @ Write::Check { .. } => self.transact(vec![check]).await,
+                Err(One::Failed(failure)) => failure,
+            };
+            attempts.after(failure).await?;
         }
     }
 
+    /// One attempt of a put or a delete. A failed condition comes with the
+    /// item as it stands (`ALL_OLD`, at no cost).
+    async fn send_one(&self, w: &Write) -> Result<(), One> {
+        let all_old = ReturnValuesOnConditionCheckFailure::AllOld;
+        match w {
+            Write::Put { item, condition } => {
+                let (expr, values, names) = Self::rendered(*condition);
+                self.writer
+                    .put_item()
+                    .table_name(&self.table)
+                    .set_item(Some(Self::to_attrs(item).map_err(One::fatal)?))
+                    .set_condition_expression(expr)
+                    .set_expression_attribute_values(values)
+                    .set_expression_attribute_names(names)
+                    .return_values_on_condition_check_failure(all_old)
+                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                    .send()
+                    .await
+                    .map(|out| self.consumed(out.consumed_capacity(), true))
+                    .map_err(|e| match e.as_service_error() {
+                        Some(PutItemError::ConditionalCheckFailedException(failed)) => {
+                            One::ConditionFailed(failed.item().cloned())
+                        }
+                        _ => One::Failed(classify(e)),
+                    })
+            }
+            Write::Delete { key, condition } => {
+                let (expr, values, names) = Self::rendered(*condition);
+                self.writer
+                    .delete_item()
+                    .table_name(&self.table)
+                    .set_key(Some(Self::key_attrs(key)))
+                    .set_condition_expression(expr)
+                    .set_expression_attribute_values(values)
+                    .set_expression_attribute_names(names)
+                    .return_values_on_condition_check_failure(all_old)
+                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                    .send()
+                    .await
+                    .map(|out| self.consumed(out.consumed_capacity(), true))
+                    .map_err(|e| match e.as_service_error() {
+                        Some(DeleteItemError::ConditionalCheckFailedException(failed)) => {
+                            One::ConditionFailed(failed.item().cloned())
+                        }
+                        _ => One::Failed(classify(e)),
+                    })
+            }
+            // `write_one` sends these as transactions.
+            Write::Add { .. } | Write::Check { .. } => Err(One::fatal(StoreError::Invalid(
+                "an ADD or a check sent as a single write".into(),
+            ))),
+        }
+    }
+
+    /// A transaction, every attempt under one `ClientRequestToken`: DynamoDB
+    /// answers a resend of a transaction that landed (within 10 minutes) as
+    /// done, without applying it again, so a lost answer never becomes a
+    /// second effect. A failed condition is final for the same reason: had an
+    /// earlier attempt landed, this one would have been answered as done.
     pub(super) async fn transact(&self, writes: Vec<Write>) -> Result<(), StoreError> {
         let items = writes
             .into_iter()
             .map(|w| self.transact_item(w))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut attempt = 0;
+        let token = crate::ids::new_ulid();
+        let mut attempts = Attempts::new();
         loop {
             Metrics::count(&self.metrics.transactions, 1);
             let result = self
-                .client
+                .writer
                 .transact_write_items()
                 .set_transact_items(Some(items.clone()))
+                .client_request_token(&token)
                 .return_consumed_capacity(ReturnConsumedCapacity::Total)
                 .send()
                 .await;
@@ -189,36 +205,60 @@ impl DynamoStore {
                 }
                 Err(e) => e,
             };
-            if let Some(TransactWriteItemsError::TransactionCanceledException(cancel)) =
-                err.as_service_error()
-            {
-                let reasons = cancel.cancellation_reasons();
-                if let Some(index) = reasons
-                    .iter()
-                    .position(|r| r.code() == Some("ConditionalCheckFailed"))
-                {
-                    return Err(StoreError::ConditionFailed { index });
+            let failure = match err.as_service_error() {
+                Some(TransactWriteItemsError::TransactionCanceledException(cancel)) => {
+                    cancelled(cancel.cancellation_reasons(), err.to_string())?
                 }
-                let conflict = reasons
-                    .iter()
-                    .any(|r| matches!(r.code(), Some("TransactionConflict" | "ThrottlingError")));
-                if conflict && attempt < CONFLICT_RETRIES {
-                    attempt += 1;
-                    tokio::time::sleep(backoff(attempt)).await;
-                    continue;
-                }
-                if conflict {
-                    return Err(StoreError::Unavailable(
-                        "transaction conflicts persisted".into(),
-                    ));
-                }
-            }
-            if err.code() == Some("TransactionInProgressException") && attempt < CONFLICT_RETRIES {
-                attempt += 1;
-                tokio::time::sleep(backoff(attempt)).await;
-                continue;
-            }
-            return Err(sdk_error(err));
+                _ => classify(err),
+            };
+            attempts.after(failure).await?;
         }
+    }
+}
+
+/// A failed single write: its condition (with the item as it stands), or another failure.
+enum One {
+    ConditionFailed(Option<Attrs>),
+    Failed(Failure),
+}
+
+impl One {
+    fn fatal(e: StoreError) -> One {
+        One::Failed(Failure::Final(e))
+    }
+}
+
+/// Whether a write whose condition failed on a resend finds its own work.
+fn landed(w: &Write, found: Option<Attrs>) -> Result<bool, StoreError> {
+    Ok(match (w, found) {
+        // Compared as read back: DynamoDB writes numbers in a canonical form.
+        (Write::Put { item, .. }, Some(found)) => {
+            DynamoStore::from_attrs(found)?
+                == DynamoStore::from_attrs(DynamoStore::to_attrs(item)?)?
+        }
+        (Write::Delete { .. }, None) => true,
+        _ => false,
+    })
+}
+
+/// A cancelled transaction: its failed condition (final), or a conflict or
+/// throttling (nothing written: send again), or a refusal no retry changes.
+fn cancelled(reasons: &[CancellationReason], message: String) -> Result<Failure, StoreError> {
+    if let Some(index) = reasons
+        .iter()
+        .position(|r| r.code() == Some("ConditionalCheckFailed"))
+    {
+        return Err(StoreError::ConditionFailed { index });
+    }
+    let retried = |r: &CancellationReason| {
+        matches!(
+            r.code(),
+            Some("TransactionConflict" | "ThrottlingError" | "ProvisionedThroughputExceeded")
+        )
+    };
+    if reasons.iter().any(retried) {
+        Ok(Failure::NotApplied(message))
+    } else {
+        Ok(Failure::Final(StoreError::Other(message)))
     }
 }

@@ -1,27 +1,42 @@
 //! Idempotency keys: a `POST` retried with the same `Idempotency-Key` has its
-//! effect once and answers the first response again.
+//! effect once and answers the first response again, whatever the network
+//! did in between.
 //!
 //! One record per (workspace, key), kept 24 hours (DynamoDB TTL, and refused
 //! on read after expiry on both stores). Its life:
 //!
 //! 1. **running**: claimed by a conditional put before the handler runs. Of
 //!    concurrent requests with one key exactly one claims it; the others get
-//!    409 (or the stored answer once there is one).
+//!    409 (or the stored answer once there is one). The claim's version is
+//!    drawn at random by the request, so it names this request's claim: a
+//!    claim sent again after its answer was lost is recognised as the
+//!    request's own, and a claim the request gives back is its own.
 //! 2. **applied**: every transaction the handler commits ([`Mutation`]) also
 //!    moves the record, on the condition that its claim still holds. So the
 //!    effect and the record of it are one write: no crash can leave either
 //!    without the other (Stripe records the key beside the write, not in it).
-//! 3. **done**: the status and body of the answer, written after the handler.
+//!    The first such write also keeps where the answer can be read again
+//!    ([`ReadBack`]: the created record's path and the status), for routes
+//!    that declare it.
+//! 3. **done**: the status and body of the answer, written after the
+//!    handler; or, when the answer cannot be kept (its commit's outcome was
+//!    unknown to the store, or it is too large), only that it is to be read
+//!    back.
 //!
 //! A request that fails before any write (a 4xx or 5xx with no commit) gives
-//! its claim back, so a corrected retry with the same key runs. A claim whose
-//! process died before any write is taken over after [`LEASE`]. A record that
-//! was applied but whose answer was lost (a crash between the two writes, or an
-//! answer too large to keep) answers 409 naming what happened.
+//! its claim back, so a corrected retry with the same key runs. A request
+//! runs at most [`DEADLINE`]; a claim whose process died (or whose giving
+//! back failed) blocks its key until [`LEASE`], then is taken over. An applied
+//! request whose answer was not kept is answered by reading the record it
+//! made (`GET` of its [`ReadBack`] path) with the status of the first answer;
+//! where the route has no read-back (an answer shown once, such as a new
+//! token's secret), with a 409 naming what happened.
 //!
 //! [`Mutation`]: crate::record::Mutation
 
-use std::sync::{Arc, Mutex};
+mod claim;
+
+pub use claim::{Claim, Guard, ReadBackRule, finish, guard, lost_claim, scope, stopped};
 
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
@@ -34,8 +49,12 @@ use crate::store::{Condition, Key, Store, StoreError, Write};
 
 /// How long a key is remembered.
 pub const RETENTION: chrono::Duration = chrono::Duration::hours(24);
-/// How long a claim without any write blocks its key (longer than any request).
-pub const LEASE: chrono::Duration = chrono::Duration::seconds(60);
+/// How long a request with a key may run: as long as a function may on AWS
+/// (`Timeout` in infra/template.yaml); past it, the request is stopped.
+pub const DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long a claim blocks its key: past [`DEADLINE`], so while it holds,
+/// its request may truly still be running.
+pub const LEASE: chrono::Duration = chrono::Duration::seconds(15);
 /// The longest key, in printable ASCII characters.
 pub const MAX_KEY_LEN: usize = 255;
 
@@ -47,8 +66,18 @@ pub enum State {
     Done,
 }
 
+/// Where the answer of an applied request is read again: a `GET` of `path`,
+/// answered with `status` and `headers` (those of the first answer).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadBack {
+    pub path: String,
+    pub status: u16,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<(String, String)>,
+}
+
 /// The stored record of one key.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct IdempotencyRecord {
     pub workspace_id: WorkspaceId,
@@ -66,12 +95,17 @@ pub struct IdempotencyRecord {
     pub headers: Vec<(String, String)>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<String>,
+    /// Where the answer is read again when `body` was not kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_back: Option<ReadBack>,
     #[serde(with = "ids::ts_format")]
     pub lease_until: Timestamp,
     #[serde(with = "ids::ts_format")]
     pub expires_at: Timestamp,
     /// Epoch seconds of `expiresAt`, for DynamoDB's time to live.
     pub ttl: i64,
+    /// Drawn at random by the claiming request, then one more at each write:
+    /// a condition on it names this request's claim, not any claim of the key.
     pub version: u64,
 }
 
@@ -97,30 +131,19 @@ pub enum Begin {
         headers: Vec<(String, String)>,
         body: String,
     },
+    /// Answer by reading what the first request made.
+    ReadBack(ReadBack),
 }
 
-/// A claim held by the request being served (shared with the writes below it).
-#[derive(Clone)]
-pub struct Claim(Arc<Mutex<IdempotencyRecord>>);
-
-impl Claim {
-    fn record(&self) -> IdempotencyRecord {
-        self.0.lock().expect("claim lock").clone()
-    }
-
-    /// Whether a write of the request has committed.
-    pub fn applied(&self) -> bool {
-        self.record().state != State::Running
-    }
-}
-
-/// Claims `key` for this request, or says what to answer instead.
+/// Claims `key` for this request, or says what to answer instead. `rule`:
+/// where the route's answer can be read again (its path parameters filled).
 pub async fn begin(
     store: &dyn Store,
     workspace_id: WorkspaceId,
     key: &str,
     route: &str,
     body: &[u8],
+    rule: Option<ReadBackRule>,
 ) -> ApiResult<Begin> {
     let key_sha256 = sha256_hex(key.as_bytes());
     let body_sha256 = sha256_hex(body);
@@ -136,27 +159,17 @@ pub async fn begin(
             return Err(reused("was used with a different body".to_owned()));
         }
         match existing.state {
-            State::Done => {
-                return Ok(Begin::Replay {
-                    status: existing.status.unwrap_or(200),
-                    headers: existing.headers.clone(),
-                    body: existing.body.clone().unwrap_or_default(),
-                });
-            }
+            State::Done => return answered(existing),
             // Applied, and the request may still be writing its answer.
             State::Applied | State::Running if existing.lease_until > now => {
                 return Err(in_progress());
             }
-            State::Applied => {
-                return Err(ApiError::conflict(
-                    "this request was applied, but its response was not kept; read the resource instead",
-                ));
-            }
+            // Applied by a request that stopped before keeping its answer.
+            State::Applied => return answered(existing),
             // A claim whose process died before any write: take it over.
             State::Running => {}
         }
     }
-    let version = stored.as_ref().map_or(0, |r| r.version) + 1;
     let expires_at = now + RETENTION;
     let claim = IdempotencyRecord {
         workspace_id,
@@ -167,10 +180,11 @@ pub async fn begin(
         status: None,
         headers: Vec::new(),
         body: None,
+        read_back: None,
         lease_until: now + LEASE,
         expires_at,
         ttl: expires_at.timestamp(),
-        version,
+        version: rand::random_range(1..1 << 52),
     };
     // An expired record still in the table (TTL is lazy) is replaced like a
     // dead claim: on the condition that it is still the one read.
@@ -183,9 +197,31 @@ pub async fn begin(
         condition: Some(condition),
     }];
     match store.write(write).await {
-        Ok(()) => Ok(Begin::Run(Claim(Arc::new(Mutex::new(claim))))),
+        Ok(()) => Ok(Begin::Run(Claim::new(claim, rule))),
         Err(StoreError::ConditionFailed { .. }) => Err(in_progress()),
+        Err(e @ StoreError::Uncertain(_)) => {
+            // The claim may stand, and this request answers now: give it
+            // back if it does, so the client's retry is not kept waiting.
+            claim::give_back(store, &claim).await;
+            Err(e.into())
+        }
         Err(e) => Err(e.into()),
+    }
+}
+
+/// The answer of a record whose request is over.
+fn answered(existing: &IdempotencyRecord) -> ApiResult<Begin> {
+    match (&existing.body, &existing.read_back) {
+        (Some(body), _) if existing.state == State::Done => Ok(Begin::Replay {
+            status: existing.status.unwrap_or(200),
+            headers: existing.headers.clone(),
+            body: body.clone(),
+        }),
+        (_, Some(read_back)) => Ok(Begin::ReadBack(read_back.clone())),
+        _ => Err(ApiError::conflict(
+            "this request was applied, and its answer (shown once) was not kept; \
+             read or list the resource instead",
+        )),
     }
 }
 
@@ -199,97 +235,4 @@ fn reused(what: String) -> ApiError {
         StatusCode::UNPROCESSABLE_ENTITY,
         format!("this Idempotency-Key {what}; use a new key for a new request"),
     )
-}
-
-tokio::task_local! {
-    static CLAIM: Claim;
-}
-
-/// Runs `f` (the handler) under `claim`: its commits carry the claim.
-pub async fn scope<F: std::future::Future>(claim: Claim, f: F) -> F::Output {
-    CLAIM.scope(claim, f).await
-}
-
-/// The write that moves the current request's claim to `applied`, for the
-/// transaction being committed, and the version it will have. `None` outside
-/// a request with a key.
-pub fn guard_write() -> Option<ApiResult<(Write, u64)>> {
-    CLAIM
-        .try_with(|claim| {
-            let mut next = claim.record();
-            let condition = Condition::VersionIs(next.version);
-            next.version += 1;
-            next.state = State::Applied;
-            let version = next.version;
-            record::to_item(&next).map(|item| {
-                (
-                    Write::Put {
-                        item,
-                        condition: Some(condition),
-                    },
-                    version,
-                )
-            })
-        })
-        .ok()
-}
-
-/// The transaction carrying [`guard_write`] committed.
-pub fn guarded(version: u64) {
-    let _ = CLAIM.try_with(|claim| {
-        let mut record = claim.0.lock().expect("claim lock");
-        record.version = version;
-        record.state = State::Applied;
-    });
-}
-
-/// The error of a transaction whose guard failed: the claim was taken over.
-pub fn lost_claim() -> ApiError {
-    ApiError::conflict("the Idempotency-Key of this request was taken over by a retry")
-}
-
-/// Keeps the answer of a request that wrote (or succeeded), or gives the
-/// claim back when it neither wrote nor succeeded. A failure here is logged:
-/// the request's own answer stands.
-pub async fn finish(
-    store: &dyn Store,
-    claim: &Claim,
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Option<String>,
-) {
-    let current = claim.record();
-    let keep = current.state == State::Applied || (200..300).contains(&status);
-    let write = if keep {
-        let done = IdempotencyRecord {
-            state: if body.is_some() {
-                State::Done
-            } else {
-                State::Applied
-            },
-            status: Some(status),
-            headers,
-            body,
-            version: current.version + 1,
-            ..current.clone()
-        };
-        match record::to_item(&done) {
-            Ok(item) => Write::Put {
-                item,
-                condition: Some(Condition::VersionIs(current.version)),
-            },
-            Err(e) => {
-                tracing::warn!(error = %e.message, "idempotency record not kept");
-                return;
-            }
-        }
-    } else {
-        Write::Delete {
-            key: current.key(),
-            condition: Some(Condition::VersionIs(current.version)),
-        }
-    };
-    if let Err(e) = store.write(vec![write]).await {
-        tracing::warn!(error = %e, "idempotency record not kept");
-    }
 }
