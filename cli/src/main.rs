@@ -9,12 +9,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand};
+use embedded_store::EmbeddedStore;
 use shared::config::Config;
 use shared::domain::workspaces;
 use shared::http::AppState;
 use shared::keys;
 use shared::store::SharedStore;
-use shared::store::embedded::EmbeddedStore;
 
 /// The allocator of `crm serve` (and of `bench-router`, which measures its
 /// Router). A request makes many small allocations (headers, the JSON maps of
@@ -278,7 +278,7 @@ async fn create_table() -> Result<(), String> {
     let config = Config::from_env();
     let store = config.dynamo_store().await;
     store
-        .create_table()
+        .create_table(keys::GSIS)
         .await
         .map_err(|e| format!("creating table {}: {e}", config.table))?;
     eprintln!("Table {} is ready.", config.table);

@@ -1,15 +1,15 @@
 //! The context of the request being served: its id, for error bodies and logs
-//! written anywhere below the handler, without passing it down every call; and
-//! its token check while that is pending (the store and the answer wait for it,
-//! see `auth::check`).
+//! written anywhere below the handler, without passing it down every call;
+//! and its gate while that is pending: what the request's store calls and its
+//! answer wait for (the token check, `auth::check`, registers itself here;
+//! this layer sits below auth and does not name it).
 
+use std::any::Any;
 use std::sync::OnceLock;
-
-use crate::auth::TokenCheck;
 
 struct Current {
     id: String,
-    token: OnceLock<TokenCheck>,
+    gate: OnceLock<Box<dyn Any + Send + Sync>>,
 }
 
 tokio::task_local! {
@@ -30,20 +30,23 @@ pub fn request_id() -> Option<String> {
 pub async fn scope<F: std::future::Future>(request_id: String, f: F) -> F::Output {
     let current = Current {
         id: request_id,
-        token: OnceLock::new(),
+        gate: OnceLock::new(),
     };
     REQUEST.scope(current, f).await
 }
 
-/// Makes `check` the token check of the current request. False outside a
-/// request or when it has one already: the caller then waits for its check.
-pub(crate) fn set_token_check(check: &TokenCheck) -> bool {
+/// Makes `gate` the gate of the current request. False outside a request or
+/// when it has one already: the caller then settles its gate itself.
+pub fn set_gate<T: Any + Send + Sync>(gate: T) -> bool {
     REQUEST
-        .try_with(|r| r.token.set(check.clone()).is_ok())
+        .try_with(|r| r.gate.set(Box::new(gate)).is_ok())
         .unwrap_or(false)
 }
 
-/// The current request's token check, if it registered one.
-pub(crate) fn token_check() -> Option<TokenCheck> {
-    REQUEST.try_with(|r| r.token.get().cloned()).ok().flatten()
+/// The current request's gate, if it registered one of type `T`.
+pub fn gate<T: Any + Clone>() -> Option<T> {
+    REQUEST
+        .try_with(|r| r.gate.get()?.downcast_ref::<T>().cloned())
+        .ok()
+        .flatten()
 }

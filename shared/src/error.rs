@@ -83,16 +83,6 @@ impl ApiError {
             ..Self::new(StatusCode::SERVICE_UNAVAILABLE, message)
         }
     }
-    /// 413: a body over [`crate::http::BODY_LIMIT`].
-    pub fn body_too_large() -> Self {
-        Self::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!(
-                "the body is larger than {} KB",
-                crate::http::BODY_LIMIT / 1024
-            ),
-        )
-    }
     /// Tells the client how many seconds to wait before retrying.
     pub fn retry_after(mut self, seconds: u32) -> Self {
         self.retry_after = Some(seconds);
@@ -136,7 +126,11 @@ impl From<StoreError> for ApiError {
             StoreError::ConditionFailed { index } => {
                 ApiError::internal(format!("unexpected condition failure at write {index}"))
             }
-            StoreError::Refused(refusal) => *refusal,
+            // The gate's reason is an API error (a 401) already.
+            StoreError::Refused(reason) => match reason.downcast::<ApiError>() {
+                Ok(refusal) => *refusal,
+                Err(other) => ApiError::unauthorized(other.to_string()),
+            },
             other => ApiError::internal(other),
         }
     }

@@ -74,6 +74,45 @@ async fn warm_up(store: &dyn crate::store::Store) {
 /// configuration at cold start, and none of the SDK linked into its binary.
 pub fn app_without_table(group: Group) -> axum::Router {
     init_logs();
-    let empty = crate::store::embedded::EmbeddedStore::in_memory(&[]);
-    http::app(AppState::new(Arc::new(empty)), vec![group])
+    http::app(AppState::new(Arc::new(NoTable)), vec![group])
+}
+
+/// The store of a function that reads no table: every call is refused.
+struct NoTable;
+
+#[async_trait::async_trait]
+impl crate::store::Store for NoTable {
+    async fn get(
+        &self,
+        _: &crate::store::Key,
+        _: bool,
+    ) -> Result<Option<crate::store::Item>, crate::store::StoreError> {
+        Err(no_table())
+    }
+    async fn batch_get(
+        &self,
+        _: &[crate::store::Key],
+    ) -> Result<Vec<crate::store::Item>, crate::store::StoreError> {
+        Err(no_table())
+    }
+    async fn query(
+        &self,
+        _: &crate::store::Query,
+    ) -> Result<crate::store::Page, crate::store::StoreError> {
+        Err(no_table())
+    }
+    async fn write(&self, _: Vec<crate::store::Write>) -> Result<(), crate::store::StoreError> {
+        Err(no_table())
+    }
+    fn metrics(&self) -> &crate::store::Metrics {
+        static METRICS: std::sync::OnceLock<crate::store::Metrics> = std::sync::OnceLock::new();
+        METRICS.get_or_init(crate::store::Metrics::default)
+    }
+    fn backend(&self) -> &'static str {
+        "none"
+    }
+}
+
+fn no_table() -> crate::store::StoreError {
+    crate::store::StoreError::Invalid("this function reads no table".into())
 }

@@ -17,9 +17,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use shared::store::{
-    Decode, Decoded, Item, Key, Metrics, Page, Query, SharedStore, Store, StoreError, Write,
-};
+use shared::store::{Item, Key, Metrics, Page, Query, SharedStore, Store, StoreError, Write};
 
 pub use crate::fault_proxy::{Fault, FaultProxy};
 
@@ -177,23 +175,6 @@ impl Store for FaultyStore {
     async fn get(&self, key: &Key, consistent: bool) -> Result<Option<Item>, StoreError> {
         match self.meet(None) {
             Met::Nothing => self.inner.get(key, consistent).await,
-            _ => Err(Self::refused()),
-        }
-    }
-
-    async fn get_decoded(
-        &self,
-        key: &Key,
-        consistent: bool,
-        type_id: std::any::TypeId,
-        decode: Decode<'_>,
-    ) -> Result<Option<Decoded>, StoreError> {
-        match self.meet(None) {
-            Met::Nothing => {
-                self.inner
-                    .get_decoded(key, consistent, type_id, decode)
-                    .await
-            }
             _ => Err(Self::refused()),
         }
     }

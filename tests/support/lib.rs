@@ -14,14 +14,14 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
+use embedded_store::EmbeddedStore;
+use embedded_store::partitions::PartitionWrites;
 use http::{Method, Request, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use shared::domain::workspaces;
 use shared::http::AppState;
 use shared::keys;
-use shared::store::embedded::EmbeddedStore;
-use shared::store::embedded::partitions::PartitionWrites;
 use shared::store::{MetricsSnapshot, SharedStore};
 use tower::ServiceExt;
 
@@ -400,7 +400,10 @@ async fn dynamodb_table() -> Option<(String, String, shared::store::dynamo::Dyna
     let store = dynamodb_config(&table, endpoint.clone())
         .dynamo_store()
         .await;
-    store.create_table().await.expect("create the test table");
+    store
+        .create_table(keys::GSIS)
+        .await
+        .expect("create the test table");
     Some((endpoint, table, store))
 }
 

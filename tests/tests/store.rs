@@ -5,8 +5,8 @@
 
 use api_tests::serde_json::{Value, json};
 use api_tests::store_test;
+use embedded_store::EmbeddedStore;
 use shared::keys::GSI1;
-use shared::store::embedded::EmbeddedStore;
 use shared::store::{Condition, Index, Item, Key, Query, SkRange, Store, StoreError, Write};
 
 fn item(pk: &str, sk: &str, extra: Value) -> Item {
@@ -221,9 +221,9 @@ async fn the_embedded_store_survives_a_restart() {
         .await
         .unwrap();
     }
-    // A clean close is a checkpoint: the engine's file alone has it all.
+    // The engine's file is the whole store.
     let bare = api_tests::TempFolder::new("restart-bare");
-    let data = shared::store::embedded::DATA_FILE;
+    let data = embedded_store::DATA_FILE;
     std::fs::copy(dir.join(data), bare.0.join(data)).unwrap();
     let bare = EmbeddedStore::open(&bare.0, shared::keys::GSIS).unwrap();
     assert!(
@@ -256,41 +256,35 @@ async fn the_embedded_store_survives_a_restart() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// Between checkpoints a store's writes live in memory over the engine's
-/// file (`overlay.rs`): every read merges the two, the newer winning, a
-/// delete hiding what the file holds, in either direction, page by page, and
-/// through an index whose entry moved.
-#[tokio::test]
-async fn reads_merge_the_engine_file_and_the_writes_since_its_checkpoint() {
-    let folder = api_tests::TempFolder::new("overlay");
-    let gsi = |sk: &str| json!({ "gsi1pk": "G", "gsi1sk": sk });
-    {
-        let s = EmbeddedStore::open(&folder.0, shared::keys::GSIS).unwrap();
+store_test! {
+    /// Reads after deletes, overwrites and moved index entries: a delete
+    /// hides the item, in either direction, page by page, and through an
+    /// index whose entry moved.
+    async fn reads_see_deletes_and_moved_index_entries(app) {
+        let s = app.store.as_ref();
+        let gsi = |sk: &str| json!({ "gsi1pk": "G", "gsi1sk": sk });
         let writes = ["a", "b", "c", "d"].map(|sk| put(item("T#m", sk, gsi(sk))));
         s.write(writes.to_vec()).await.unwrap();
-    } // closed: a checkpoint, all four in the engine's file
-    let hour = std::time::Duration::from_secs(3600);
-    let expect = |s: EmbeddedStore| async move {
-        let b = s.get(&Key::new("T#m", "b"), true).await.unwrap();
-        assert!(b.is_none(), "deleted in memory");
-        let c = s.get(&Key::new("T#m", "c"), true).await.unwrap();
-        assert_eq!(c.unwrap()["v"], 2);
+        s.write(vec![
+            Write::Delete {
+                key: Key::new("T#m", "b"),
+                condition: Some(Condition::Exists),
+            },
+            put(item("T#m", "c", json!({ "v": 2, "gsi1pk": "G", "gsi1sk": "z" }))),
+            put(item("T#m", "e", gsi("e"))),
+            put(item("T#m", "bb", gsi("bb"))),
+        ])
+        .await
+        .unwrap();
+        assert!(s.get(&Key::new("T#m", "b"), true).await.unwrap().is_none(), "deleted");
+        assert_eq!(s.get(&Key::new("T#m", "c"), true).await.unwrap().unwrap()["v"], 2);
         let q = |range| Query::new(Index::TABLE, "T#m", range);
-        let all = s.query(&q(SkRange::All)).await.unwrap();
-        assert_eq!(sks(&all.items), ["a", "bb", "c", "d", "e"]);
-        let back = s.query(&q(SkRange::All).backward()).await.unwrap();
-        assert_eq!(sks(&back.items), ["e", "d", "c", "bb", "a"]);
+        assert_eq!(sks(&s.query(&q(SkRange::All)).await.unwrap().items), ["a", "bb", "c", "d", "e"]);
+        assert_eq!(sks(&s.query(&q(SkRange::All).backward()).await.unwrap().items), ["e", "d", "c", "bb", "a"]);
         let between = q(SkRange::Between("b".into(), "d".into()));
-        assert_eq!(
-            sks(&s.query(&between).await.unwrap().items),
-            ["bb", "c", "d"]
-        );
+        assert_eq!(sks(&s.query(&between).await.unwrap().items), ["bb", "c", "d"]);
         for forward in [true, false] {
-            let query = Query {
-                forward,
-                ..q(SkRange::All)
-            };
-            let mut seen = in_pages_of_two(&s, query).await;
+            let mut seen = in_pages_of_two(s, Query { forward, ..q(SkRange::All) }).await;
             if !forward {
                 seen.reverse();
             }
@@ -299,28 +293,7 @@ async fn reads_merge_the_engine_file_and_the_writes_since_its_checkpoint() {
         // `c`'s index entry moved from "c" to "z"; `b`'s is gone.
         let indexed = s.query(&Query::new(GSI1, "G", SkRange::All)).await.unwrap();
         assert_eq!(sks(&indexed.items), ["a", "bb", "d", "e", "c"]);
-    };
-    let s = EmbeddedStore::open_checkpointing(&folder.0, shared::keys::GSIS, hour).unwrap();
-    s.write(vec![
-        Write::Delete {
-            key: Key::new("T#m", "b"),
-            condition: Some(Condition::Exists),
-        },
-        put(item(
-            "T#m",
-            "c",
-            json!({ "v": 2, "gsi1pk": "G", "gsi1sk": "z" }),
-        )),
-        put(item("T#m", "e", gsi("e"))),
-        put(item("T#m", "bb", gsi("bb"))),
-    ])
-    .await
-    .unwrap();
-    // The writes are in memory and the log only: the engine's file still
-    // holds `b` (the close below is the next checkpoint).
-    expect(s).await;
-    // And the same once a checkpoint has moved them into the file.
-    expect(EmbeddedStore::open(&folder.0, shared::keys::GSIS).unwrap()).await;
+    }
 }
 
 /// A folder of the first format (a JSON-lines log) is migrated once on open:
@@ -360,18 +333,14 @@ async fn a_folder_of_the_first_format_is_migrated() {
     assert_eq!(sks(&all.items), ["a", "c", "d"], "the migration ran once");
 }
 
-/// A crash: the folder as a running store leaves it (its files copied while it
-/// is open, with no write under way). Every acknowledged write is in the
-/// write-ahead log, and opening the image applies it again; without the log,
-/// the engine's file alone holds only its last checkpoint.
+/// A crash: the folder as a running store leaves it (its file copied while it
+/// is open, with no write under way). Every acknowledged write is in it:
+/// each commit is durable before it is answered.
 #[tokio::test]
-async fn acknowledged_writes_are_in_the_log_and_replayed_after_a_crash() {
+async fn acknowledged_writes_are_in_the_file_of_a_running_store() {
     let live = api_tests::TempFolder::new("crash-live");
     let image = api_tests::TempFolder::new("crash-image");
-    let bare = api_tests::TempFolder::new("crash-bare");
-    // No checkpoint during the test: every write stays in the log.
-    let hour = std::time::Duration::from_secs(3600);
-    let s = EmbeddedStore::open_checkpointing(&live.0, shared::keys::GSIS, hour).unwrap();
+    let s = EmbeddedStore::open(&live.0, shared::keys::GSIS).unwrap();
     s.write(vec![
         put(item("T#c", "kept", json!({ "gsi1pk": "G", "gsi1sk": "1" }))),
         put(item("T#c", "gone", json!({}))),
@@ -392,32 +361,18 @@ async fn acknowledged_writes_are_in_the_log_and_replayed_after_a_crash() {
     }])
     .await
     .unwrap();
-    // A write refused by its condition leaves nothing in the log.
+    // A write refused by its condition leaves nothing.
     let refused = Write::Put {
         item: item("T#c", "kept", json!({ "refused": true })),
         condition: Some(Condition::NotExists),
     };
     assert!(s.write(vec![refused]).await.is_err());
-    let [log, other_log] = shared::store::embedded::WAL_FILES;
-    for file in [shared::store::embedded::DATA_FILE, log, other_log] {
-        std::fs::copy(live.0.join(file), image.0.join(file)).unwrap();
-    }
-    std::fs::copy(
-        live.0.join(shared::store::embedded::DATA_FILE),
-        bare.0.join(shared::store::embedded::DATA_FILE),
-    )
-    .unwrap();
-
-    let bare = EmbeddedStore::open(&bare.0, shared::keys::GSIS).unwrap();
+    let data = embedded_store::DATA_FILE;
+    std::fs::copy(live.0.join(data), image.0.join(data)).unwrap();
     let kept = Key::new("T#c", "kept");
-    assert!(
-        bare.get(&kept, true).await.unwrap().is_none(),
-        "not in the engine's file"
-    );
-
     for _ in 0..2 {
         let s = EmbeddedStore::open(&image.0, shared::keys::GSIS).unwrap();
-        let item = s.get(&kept, true).await.unwrap().expect("replayed");
+        let item = s.get(&kept, true).await.unwrap().expect("kept");
         assert_eq!(item.get("refused"), None);
         assert!(
             s.get(&Key::new("T#c", "gone"), true)
@@ -431,45 +386,38 @@ async fn acknowledged_writes_are_in_the_log_and_replayed_after_a_crash() {
         assert_eq!(
             sks(&indexed.items),
             ["kept"],
-            "index entries replayed with their items"
+            "index entries with their items"
         );
     }
-    // The replay was checkpointed: the engine's file alone now has it all.
-    let after = api_tests::TempFolder::new("crash-after");
-    let data = shared::store::embedded::DATA_FILE;
-    std::fs::copy(image.0.join(data), after.0.join(data)).unwrap();
-    let after = EmbeddedStore::open(&after.0, shared::keys::GSIS).unwrap();
-    assert!(after.get(&kept, true).await.unwrap().is_some());
     drop(s);
 }
 
-/// A store that goes quiet checkpoints on its own, a moment after its last
-/// write: the engine's file alone then holds it, and nothing waits on a
-/// replay. (Copies of the running store's file, as a crash would leave it.)
+/// A folder of the second format (an engine file and a write-ahead log
+/// whose last records the file lacks, as a crash left it: the fixture was
+/// made by that format's store) is migrated once on open: the log's writes
+/// are applied with their index entries, and its files removed.
 #[tokio::test]
-async fn a_quiet_store_checkpoints_on_its_own() {
-    let live = api_tests::TempFolder::new("quiet-live");
-    let every = std::time::Duration::from_millis(50);
-    let s = EmbeddedStore::open_checkpointing(&live.0, shared::keys::GSIS, every).unwrap();
-    s.write(vec![put(item("T#q", "kept", json!({})))])
-        .await
-        .unwrap();
-    let data = shared::store::embedded::DATA_FILE;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        let image = api_tests::TempFolder::new("quiet-image");
-        std::fs::copy(live.0.join(data), image.0.join(data)).unwrap();
-        let copy = EmbeddedStore::open(&image.0, shared::keys::GSIS).unwrap();
-        if copy
-            .get(&Key::new("T#q", "kept"), true)
+async fn a_folder_of_the_second_format_is_migrated() {
+    let folder = api_tests::TempFolder::new("migrate-2");
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/store-format-2");
+    for file in ["crm-store.redb", "crm-store.wal", "crm-store-2.wal"] {
+        std::fs::copy(fixture.join(file), folder.0.join(file)).unwrap();
+    }
+    for reopen in [false, true] {
+        let s = EmbeddedStore::open(&folder.0, shared::keys::GSIS).unwrap();
+        let all = s
+            .query(&Query::new(Index::TABLE, "T#f", SkRange::All))
             .await
-            .unwrap()
-            .is_some()
-        {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "no checkpoint came");
-        tokio::time::sleep(every).await;
+            .unwrap();
+        assert_eq!(sks(&all.items), ["a", "c", "d", "n"], "reopened: {reopen}");
+        assert_eq!(all.items[1]["v"], 2, "c as the log left it");
+        assert_eq!(all.items[3]["n"], 5, "each addition once");
+        let indexed = s.query(&Query::new(GSI1, "G", SkRange::All)).await.unwrap();
+        assert_eq!(sks(&indexed.items), ["c", "a", "d"], "c's entry moved");
+        assert!(!folder.0.join("crm-store.wal").exists());
+        s.write(vec![put(item("T#x", "e", json!({})))])
+            .await
+            .unwrap();
     }
 }
 

@@ -18,9 +18,9 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use cpu::cpu_ns;
+use embedded_store::EmbeddedStore;
 use serde_json::json;
 use shared::keys;
-use shared::store::embedded::EmbeddedStore;
 use shared::store::{Item, Store, Write};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
@@ -474,7 +474,7 @@ async fn main() {
         }
     }
     let [get, create, get_mem, create_mem, floor] = runs.clone().map(|r| Rate::median(&r));
-    row("`--data` (durable: write-ahead log)", &get, Some(&create));
+    row("`--data` (durable: group commit)", &get, Some(&create));
     row("`--in-memory`", &get_mem, Some(&create_mem));
     row("bare axum hello-JSON (`GET /hello`)", &floor, None);
     let [get_share, get_cpu_share, create_share, create_cpu_share] = shares(&runs);

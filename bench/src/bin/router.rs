@@ -5,8 +5,8 @@
 //! load generator's share of the same 2 cores; this is the part the code owns,
 //! and it varies far less from run to run. Creates are also made 16 at a time
 //! (as bench-local's 16 connections make them), in memory and on a folder,
-//! and measured in CPU per create over the process's threads (the writer's and
-//! the checkpoints' included): the figure to compare two builds of the store by.
+//! and measured in CPU per create over the process's threads (the writer
+//! thread's included): the figure to compare two builds of the store by.
 //!
 //!   bench-router --requests 200000
 
@@ -19,10 +19,10 @@ use std::time::Instant;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use clap::Parser;
+use embedded_store::EmbeddedStore;
 use http_body_util::BodyExt;
 use shared::http::AppState;
 use shared::keys;
-use shared::store::embedded::EmbeddedStore;
 use tower::ServiceExt;
 
 /// The allocator `crm serve` runs with (cli/src/main.rs), so that this

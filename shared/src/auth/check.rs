@@ -9,7 +9,6 @@
 //! the check first. `http::around` awaits the check before any answer
 //! leaves, so a handler that reads nothing is refused just the same.
 
-use std::any::TypeId;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -20,10 +19,7 @@ use super::{Identity, TokenSecret};
 use crate::error::ApiError;
 use crate::ids::{self, WorkspaceId};
 use crate::keys;
-use crate::record;
-use crate::store::{
-    Decode, Decoded, Item, Key, Metrics, Page, Query, SharedStore, Store, StoreError, Write,
-};
+use crate::store::{Item, Key, Metrics, Page, Query, SharedStore, Store, StoreError, Write};
 
 /// A token's verdict: read once per request, shared by all who wait for it.
 #[derive(Clone)]
@@ -88,9 +84,14 @@ impl Check {
             return Err(ApiError::internal("a settled token check has no lookup"));
         };
         // Strongly consistent: a revoked token fails on its very next request.
-        let secret: TokenSecret = record::get(store.as_ref(), &keys::token_secret(sha256), true)
+        let item = store
+            .get(&keys::token_secret(sha256), true)
             .await?
             .ok_or_else(invalid)?;
+        let secret: TokenSecret =
+            serde_json::from_value(serde_json::Value::Object(item)).map_err(|e| {
+                ApiError::internal(format!("a stored token secret does not read back: {e}"))
+            })?;
         if named.is_some_and(|ws| ws != secret.workspace_id) {
             return Err(invalid());
         }
@@ -107,7 +108,7 @@ impl Check {
 
 /// The request's token check while it is still pending.
 fn pending() -> Option<TokenCheck> {
-    crate::context::token_check().filter(|check| !check.is_settled())
+    crate::context::gate::<TokenCheck>().filter(|check| !check.is_settled())
 }
 
 /// Sends `read` beside the pending token check and gives its result only if
@@ -130,16 +131,6 @@ pub struct Gated(pub SharedStore);
 impl Store for Gated {
     async fn get(&self, key: &Key, consistent: bool) -> Result<Option<Item>, StoreError> {
         beside_check(self.0.get(key, consistent)).await
-    }
-
-    async fn get_decoded(
-        &self,
-        key: &Key,
-        consistent: bool,
-        type_id: TypeId,
-        decode: Decode<'_>,
-    ) -> Result<Option<Decoded>, StoreError> {
-        beside_check(self.0.get_decoded(key, consistent, type_id, decode)).await
     }
 
     async fn batch_get(&self, keys: &[Key]) -> Result<Vec<Item>, StoreError> {

@@ -16,22 +16,17 @@
 mod check;
 mod token;
 
-use axum::extract::FromRequestParts;
-use axum::http::Method;
+use axum::http::HeaderMap;
 use axum::http::header::AUTHORIZATION;
-use axum::http::request::Parts;
 use serde::{Deserialize, Serialize};
 
 pub use check::{Gated, TokenCheck};
 pub use token::{TOKEN_PREFIX, TokenShape, generate_token, hash_token, token_shape};
 
 use crate::error::ApiError;
-use crate::http::AppState;
 use crate::ids::WorkspaceId;
 use crate::ids::{self, Timestamp};
-use crate::keys;
-use crate::record::Record;
-use crate::store::Key;
+use crate::store::SharedStore;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -132,15 +127,9 @@ pub struct TokenSecret {
     pub expires_at: Option<Timestamp>,
 }
 
-impl Record for TokenSecret {
-    const TYPE: &'static str = "TokenSecret";
-    fn key(&self) -> Key {
-        keys::token_secret(&self.sha256)
-    }
-}
-
-fn bearer(parts: &Parts) -> Result<&str, ApiError> {
-    let header = parts.headers.get(AUTHORIZATION).ok_or_else(|| {
+/// The bearer token of a request's headers.
+fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
+    let header = headers.get(AUTHORIZATION).ok_or_else(|| {
         ApiError::unauthorized("missing Authorization header: send `Authorization: Bearer <token>`")
     })?;
     let value = header
@@ -157,26 +146,27 @@ fn bearer(parts: &Parts) -> Result<&str, ApiError> {
     Ok(token.trim())
 }
 
-impl FromRequestParts<AppState> for Caller {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        // Authenticated already (by the Idempotency-Key middleware): no second read.
-        if let Some(caller) = parts.extensions.get::<Caller>() {
-            return Ok(caller.clone());
-        }
-        let token = bearer(parts)?;
+impl Caller {
+    /// The caller of a request with `headers`, its token looked up in
+    /// `store` (ungated). A request that only reads (`reads_only`: a GET or
+    /// HEAD) with a token that names its workspace does not wait for the
+    /// lookup: the check is registered as the request's gate, and its reads
+    /// go out beside it ([`check`]). Any other waits for the verdict here.
+    pub async fn authenticate(
+        headers: &HeaderMap,
+        reads_only: bool,
+        store: SharedStore,
+    ) -> Result<Self, ApiError> {
+        let token = bearer(headers)?;
         let named = match token_shape(token) {
             TokenShape::Malformed => return Err(check::invalid()),
             TokenShape::Current(workspace) => Some(workspace),
             TokenShape::Legacy => None,
         };
         let request_id = crate::context::request_id().unwrap_or_else(ids::new_ulid);
-        let check = TokenCheck::pending(state.ungated.clone(), hash_token(token), named);
-        let reads_only = matches!(parts.method, Method::GET | Method::HEAD);
+        let check = TokenCheck::pending(store, hash_token(token), named);
         match named {
-            // Registered with the request: its reads go out beside the check.
-            Some(workspace_id) if reads_only && crate::context::set_token_check(&check) => {
+            Some(workspace_id) if reads_only && crate::context::set_gate(check.clone()) => {
                 Ok(Caller {
                     workspace_id,
                     request_id,

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::record::{self, Record};
 use crate::store::Item;
-use crate::store::embedded::as_dynamodb_number;
+use crate::store::as_dynamodb_number;
 
 fn literal(entity: &str) -> Item {
     let all: Map<String, Value> =

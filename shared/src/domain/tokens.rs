@@ -17,6 +17,15 @@ use crate::page::{ListPage, Paging, counted_page};
 use crate::record::{self, Mutation, Record, Stamps};
 use crate::store::{Index, Key, Query, SkRange, Store};
 
+/// A token's secret is a record like any (auth reads it by key alone, below
+/// the record layer).
+impl Record for TokenSecret {
+    const TYPE: &'static str = "TokenSecret";
+    fn key(&self) -> Key {
+        keys::token_secret(&self.sha256)
+    }
+}
+
 pub const LIST: &str = "TOKEN";
 /// How many characters of the secret are kept to tell tokens apart in lists.
 const SHOWN_PREFIX: usize = 8;

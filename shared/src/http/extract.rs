@@ -3,10 +3,12 @@
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, RawPathParams, Request};
-use axum::http::{StatusCode, header, request::Parts};
+use axum::http::{Method, StatusCode, header, request::Parts};
 use serde::de::DeserializeOwned;
 use validator::Validate;
 
+use super::AppState;
+use crate::auth::Caller;
 use crate::error::{ApiError, parse_json, serde_problem, validation_error};
 
 /// A JSON body, parsed strictly (unknown fields are refused) and validated.
@@ -48,7 +50,7 @@ where
 async fn body_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
     Bytes::from_request(req, state).await.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::body_too_large()
+            super::body_too_large()
         } else {
             ApiError::bad_request(format!("could not read the body: {rejection}"))
         }
@@ -255,5 +257,20 @@ impl<S: Send + Sync, T: crate::query::GroupedQuery> FromRequestParts<S> for Grou
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
         crate::query::parse(parts.uri.query().unwrap_or(""), &T::SPEC).map(Grouped)
+    }
+}
+
+/// The caller, from the `Authorization` header: one token read (see
+/// [`Caller::authenticate`]).
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        // Authenticated already (by the Idempotency-Key middleware): no second read.
+        if let Some(caller) = parts.extensions.get::<Caller>() {
+            return Ok(caller.clone());
+        }
+        let reads_only = matches!(parts.method, Method::GET | Method::HEAD);
+        Caller::authenticate(&parts.headers, reads_only, state.ungated.clone()).await
     }
 }

@@ -135,7 +135,7 @@ async fn run(served: Served, req: Request, next: Next) -> Result<Response, Respo
         .map_err(IntoResponse::into_response)?;
     let bytes = to_bytes(body, BODY_LIMIT)
         .await
-        .map_err(|_| ApiError::body_too_large().into_response())?;
+        .map_err(|_| super::body_too_large().into_response())?;
     let route = format!("POST {}", parts.uri.path());
     let rule = served.reads.rule(&mut parts).await;
     let begun = idempotency::begin(

@@ -42,6 +42,14 @@ use crate::store::SharedStore;
 /// 500-contact import, is well under it).
 pub const BODY_LIMIT: usize = 512 * 1024;
 
+/// 413: a body over [`BODY_LIMIT`].
+pub fn body_too_large() -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("the body is larger than {} KB", BODY_LIMIT / 1024),
+    )
+}
+
 /// What every handler can reach.
 #[derive(Clone)]
 pub struct AppState {
@@ -114,7 +122,7 @@ async fn around(State(served): State<Served>, req: Request, next: Next) -> Respo
             Err(refused) => refused,
         };
         // Nothing leaves before the token holds, even from a handler that read nothing.
-        match crate::context::token_check() {
+        match crate::context::gate::<crate::auth::TokenCheck>() {
             Some(check) => match check.verdict().await {
                 Ok(_) => response,
                 Err(refusal) => refusal.into_response(),
@@ -319,7 +327,7 @@ async fn limits(req: Request) -> Result<Request, Response> {
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > BODY_LIMIT as u64) {
         drain(req.into_body()).await;
-        return Err(ApiError::body_too_large().into_response());
+        return Err(body_too_large().into_response());
     }
     Ok(req)
 }

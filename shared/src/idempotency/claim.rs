@@ -59,63 +59,60 @@ impl Claim {
     }
 }
 
-tokio::task_local! {
-    static CLAIM: Claim;
-}
-
 /// Runs `f` (the handler) under `claim`: its commits carry the claim.
 pub async fn scope<F: std::future::Future>(claim: Claim, f: F) -> F::Output {
-    CLAIM.scope(claim, f).await
+    record::guard::guarded(Arc::new(claim), f).await
 }
 
-/// The claim's part of one commit: told how the commit went. Until then,
-/// and if it is never told (the request was stopped mid-write), the commit
-/// counts as one that may have landed.
-pub struct Guard {
+/// Every commit of the request moves the key's record to `applied`, in its
+/// own transaction, on the condition that the claim still holds. The first
+/// keeps where the answer is read again. Until the commit is told to have
+/// landed or failed, it counts as one that may have landed.
+impl record::guard::Guard for Claim {
+    fn guard(&self, resource_id: &str) -> ApiResult<record::guard::Guarded> {
+        let mut held = self.held();
+        let mut next = held.record.clone();
+        next.version += 1;
+        next.state = State::Applied;
+        if next.read_back.is_none() {
+            next.read_back = held.rule.as_ref().map(|rule| rule.at(resource_id));
+        }
+        let write = Write::Put {
+            item: record::to_item(&next)?,
+            condition: Some(Condition::VersionIs(held.record.version)),
+        };
+        held.unsure = Some(next);
+        Ok(record::guard::Guarded {
+            write,
+            lost: lost_claim(),
+            pending: Box::new(Guard {
+                claim: self.clone(),
+            }),
+        })
+    }
+}
+
+/// The claim's part of one commit, told how the commit went.
+struct Guard {
     claim: Claim,
 }
 
-/// The write that moves the current request's claim to `applied`, for the
-/// transaction that commits `resource_id`, and its [`Guard`]. `None` outside
-/// a request with a key.
-pub fn guard(resource_id: &str) -> Option<ApiResult<(Write, Guard)>> {
-    CLAIM
-        .try_with(|claim| {
-            let mut held = claim.held();
-            let mut next = held.record.clone();
-            next.version += 1;
-            next.state = State::Applied;
-            if next.read_back.is_none() {
-                next.read_back = held.rule.as_ref().map(|rule| rule.at(resource_id));
-            }
-            let write = Write::Put {
-                item: record::to_item(&next)?,
-                condition: Some(Condition::VersionIs(held.record.version)),
-            };
-            held.unsure = Some(next);
-            Ok((
-                write,
-                Guard {
-                    claim: claim.clone(),
-                },
-            ))
-        })
-        .ok()
-}
-
-impl Guard {
-    /// The commit landed.
-    pub fn landed(self) {
+impl record::guard::Pending for Guard {
+    fn landed(self: Box<Self>) {
         let mut held = self.claim.held();
         if let Some(next) = held.unsure.take() {
             held.record = next;
         }
     }
 
-    /// The commit wrote nothing (its condition failed, or the store refused it).
-    pub fn failed(self) {
+    fn failed(self: Box<Self>) {
         self.claim.held().unsure = None;
     }
+}
+
+/// The error of a transaction whose guard failed: the claim was taken over.
+fn lost_claim() -> ApiError {
+    ApiError::conflict("the Idempotency-Key of this request was taken over by a retry")
 }
 
 /// The answer of a request stopped at [`super::DEADLINE`].
@@ -125,11 +122,6 @@ pub fn stopped() -> ApiError {
          Idempotency-Key is safe (without a key, read before you retry)",
         super::DEADLINE.as_secs()
     ))
-}
-
-/// The error of a transaction whose guard failed: the claim was taken over.
-pub fn lost_claim() -> ApiError {
-    ApiError::conflict("the Idempotency-Key of this request was taken over by a retry")
 }
 
 /// Keeps the answer of the request that held `claim`, or gives the claim

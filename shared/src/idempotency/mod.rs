@@ -36,7 +36,7 @@
 
 mod claim;
 
-pub use claim::{Claim, Guard, ReadBackRule, finish, guard, lost_claim, scope, stopped};
+pub use claim::{Claim, ReadBackRule, finish, scope, stopped};
 
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};

@@ -10,13 +10,11 @@
 //! entry is its own, since every mutation writes one.
 
 mod audit;
+pub mod guard;
 mod mutation;
 
 pub use audit::{AUDIT_LIST, AuditEntry};
 pub use mutation::{CommitError, Mutation, upsert, with_fresh_id};
-
-use std::any::TypeId;
-use std::sync::Arc;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -24,10 +22,8 @@ use serde_json::Value;
 
 use crate::error::{ApiError, ApiResult};
 use crate::ids::{self, Timestamp};
-use crate::store::{Decoded, Item, Key, PK, SK, Store, StoreError, TYPE};
+use crate::store::{Item, Key, PK, SK, Store, TYPE};
 
-/// `Clone`, `Send`, `Sync` and `'static` so that a store can keep decoded
-/// records and hand out copies ([`crate::store::cache`]).
 pub trait Record: Serialize + DeserializeOwned + Clone + Send + Sync + 'static {
     /// The entity type written to every item, for people reading the table.
     const TYPE: &'static str;
@@ -68,24 +64,7 @@ pub async fn get<R: Record>(
     key: &Key,
     consistent: bool,
 ) -> ApiResult<Option<R>> {
-    let decode = |item: Item| -> Result<Decoded, StoreError> {
-        // Not `from_item`: its ApiError would log once here and once again
-        // when the StoreError becomes a response.
-        let record: R = serde_json::from_value(Value::Object(item)).map_err(|e| {
-            StoreError::Other(format!("stored {} does not read back: {e}", R::TYPE))
-        })?;
-        Ok(Arc::new(record))
-    };
-    let Some(found) = store
-        .get_decoded(key, consistent, TypeId::of::<R>(), &decode)
-        .await?
-    else {
-        return Ok(None);
-    };
-    let record = found.downcast_ref::<R>().ok_or_else(|| {
-        ApiError::internal(format!("a store decoded {} as another type", R::TYPE))
-    })?;
-    Ok(Some(record.clone()))
+    store.get(key, consistent).await?.map(from_item).transpose()
 }
 
 /// One record by key that must exist: an unknown key (or another workspace's,

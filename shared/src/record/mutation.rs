@@ -242,12 +242,12 @@ impl<'a> Mutation<'a> {
         // A move that came to nothing is no write.
         self.writes
             .retain(|(w, _)| !matches!(w, Write::Add { delta: 0, .. }));
-        // Under an Idempotency-Key, the key's record moves in this transaction.
-        let guard = match crate::idempotency::guard(resource_id).transpose()? {
-            Some((write, guard)) => {
-                let lost = OnFailure::Error(crate::idempotency::lost_claim());
-                self.writes.push((write, Some(lost)));
-                Some(guard)
+        // The request's guard (an Idempotency-Key's record) moves in this transaction.
+        let guard = match super::guard::current(resource_id).transpose()? {
+            Some(guarded) => {
+                self.writes
+                    .push((guarded.write, Some(OnFailure::Error(guarded.lost))));
+                Some(guarded.pending)
             }
             None => None,
         };

@@ -1,18 +1,16 @@
 //! The store: a narrow trait at the level of table operations.
 //!
 //! Two backends implement it: [`dynamo::DynamoStore`] (production, and DynamoDB
-//! Local in tests) and [`embedded::EmbeddedStore`] (the embedded store of `crm serve`).
+//! Local in tests) and the embedded store of `crm serve` and the tests (the
+//! `embedded-store` crate, which no Lambda function links).
 //! Everything above it (entities, uniqueness, counters, pagination, audit) is
 //! written once in terms of these operations. There is no scan: every read is a
 //! get, a batch get or a key-range query.
 
-pub mod cache;
 pub mod dynamo;
-pub mod embedded;
 mod size;
 
-pub use cache::{Decode, Decoded};
-pub use size::item_size;
+pub use size::{as_dynamodb_number, item_size};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -216,9 +214,10 @@ pub enum StoreError {
     Invalid(String),
     #[error("store error: {0}")]
     Other(String),
-    /// Not served: the request's token did not hold (`auth::Gated`).
+    /// Not served: a gate in front of the store refused the request (its
+    /// token did not hold: `auth::Gated`), for the reason it carries.
     #[error("refused: {0}")]
-    Refused(Box<crate::error::ApiError>),
+    Refused(Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// Operation counts and consumed capacity, for tests, benchmarks and logs.
@@ -264,11 +263,11 @@ impl Metrics {
         }
     }
 
-    pub(crate) fn count(counter: &AtomicU64, n: u64) {
+    pub fn count(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
     }
 
-    pub(crate) fn units(counter: &AtomicU64, units: f64) {
+    pub fn units(counter: &AtomicU64, units: f64) {
         counter.fetch_add((units * 1000.0).round() as u64, Ordering::Relaxed);
     }
 }
@@ -301,20 +300,6 @@ pub trait Store: Send + Sync + 'static {
     /// One item by key. `consistent` asks for a strongly consistent read (twice the cost).
     async fn get(&self, key: &Key, consistent: bool) -> Result<Option<Item>, StoreError>;
 
-    /// One item by key, decoded by `decode` into the type `type_id` names: the
-    /// read of `record::get`. A store that keeps decoded records exact (the
-    /// embedded one, [`cache`]) answers from them; the others read and decode.
-    async fn get_decoded(
-        &self,
-        key: &Key,
-        consistent: bool,
-        type_id: std::any::TypeId,
-        decode: Decode<'_>,
-    ) -> Result<Option<Decoded>, StoreError> {
-        let _ = type_id;
-        self.get(key, consistent).await?.map(decode).transpose()
-    }
-
     /// Up to [`MAX_BATCH_GET`] items by key, in no particular order; missing keys are skipped.
     async fn batch_get(&self, keys: &[Key]) -> Result<Vec<Item>, StoreError>;
 
@@ -334,7 +319,7 @@ pub trait Store: Send + Sync + 'static {
 pub type SharedStore = Arc<dyn Store>;
 
 /// Checks every backend applies before a transaction: DynamoDB refuses these too.
-pub(crate) fn check_writes(writes: &[Write]) -> Result<(), StoreError> {
+pub fn check_writes(writes: &[Write]) -> Result<(), StoreError> {
     if writes.is_empty() {
         return Err(StoreError::Invalid("no writes".into()));
     }

@@ -1,5 +1,5 @@
-//! The size of an item as DynamoDB counts it, for the 400 KB limit and the
-//! capacity units of the embedded store.
+//! An item as DynamoDB counts it (its size, for the 400 KB limit and the
+//! capacity units of the embedded store) and keeps it (its numbers).
 
 use serde_json::Value;
 
@@ -35,6 +35,25 @@ fn value_size(value: &Value) -> usize {
                 .map(|(k, v)| 1 + k.len() + value_size(v))
                 .sum::<usize>()
         }
+    }
+}
+
+/// DynamoDB keeps numbers as decimals: `1.0` reads back as `1`. So do the
+/// stores here, so that an item reads back alike from both.
+pub fn as_dynamodb_number(value: &mut Value) {
+    match value {
+        Value::Number(n) => {
+            if let Some(f) = n.as_f64()
+                && n.is_f64()
+                && f.fract() == 0.0
+                && f.abs() < 9.007_199_254_740_992e15
+            {
+                *value = Value::from(f as i64);
+            }
+        }
+        Value::Array(values) => values.iter_mut().for_each(as_dynamodb_number),
+        Value::Object(map) => map.values_mut().for_each(as_dynamodb_number),
+        _ => {}
     }
 }
 

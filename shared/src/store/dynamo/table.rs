@@ -10,12 +10,13 @@ use super::{DynamoStore, invalid, sdk_error};
 use crate::store::*;
 
 impl DynamoStore {
-    /// Creates the table and its indexes (tests, `crm create-table`). The same
-    /// definition stands in `infra/template.yaml`; a test keeps the two equal.
-    pub async fn create_table(&self) -> Result<(), StoreError> {
+    /// Creates the table and its secondary `indexes` (tests, `crm
+    /// create-table`, with `keys::GSIS`). The same definition stands in
+    /// `infra/template.yaml`; a test keeps the two equal.
+    pub async fn create_table(&self, indexes: &[Index]) -> Result<(), StoreError> {
         let mut attributes = vec![PK, SK];
         let mut gsis = Vec::new();
-        for index in crate::keys::GSIS {
+        for index in indexes {
             attributes.extend([index.pk, index.sk]);
             gsis.push(
                 GlobalSecondaryIndex::builder()

@@ -4,9 +4,7 @@
 //! by `00 01`, so that byte order of the encoding is the order of the strings,
 //! one after the other: the order DynamoDB gives sort keys within a partition.
 
-use serde_json::Value;
-
-use crate::store::{Item, Key, StoreError};
+use shared::store::{Index, Item, Key, StoreError};
 
 /// Appends one string of a key.
 fn push(out: &mut Vec<u8>, text: &str) {
@@ -94,7 +92,7 @@ fn decode(mut bytes: &[u8]) -> Vec<String> {
     parts
 }
 
-/// An item's bytes. `size`, its [`item_size`](crate::store::item_size),
+/// An item's bytes. `size`, its [`item_size`](shared::store::item_size),
 /// sizes the buffer: the JSON adds about 6 bytes an attribute (quotes,
 /// colon, comma), so it is written without growing.
 pub(super) fn to_bytes(item: &Item, size: usize) -> Result<Vec<u8>, StoreError> {
@@ -108,22 +106,14 @@ pub(super) fn from_bytes(bytes: &[u8]) -> Result<Item, StoreError> {
     serde_json::from_slice(bytes).map_err(|e| StoreError::Other(format!("stored item: {e}")))
 }
 
-/// DynamoDB keeps numbers as decimals: `1.0` reads back as `1`. So does this store.
-pub(crate) fn as_dynamodb_number(value: &mut Value) {
-    match value {
-        Value::Number(n) => {
-            if let Some(f) = n.as_f64()
-                && n.is_f64()
-                && f.fract() == 0.0
-                && f.abs() < 9.007_199_254_740_992e15
-            {
-                *value = Value::from(f as i64);
-            }
-        }
-        Value::Array(values) => values.iter_mut().for_each(as_dynamodb_number),
-        Value::Object(map) => map.values_mut().for_each(as_dynamodb_number),
-        _ => {}
-    }
+/// The engine key of `item`'s entry in the index at `position` (of `key`),
+/// if the item has one.
+pub(super) fn index_key(position: usize, def: &Index, item: &Item, key: &Key) -> Option<Vec<u8>> {
+    let ipk = item.get(def.pk)?.as_str()?;
+    let isk = item.get(def.sk)?.as_str()?;
+    let mut out = vec![position as u8];
+    out.extend(encode(&[ipk, isk, &key.pk, &key.sk]));
+    Some(out)
 }
 
 /// Read capacity as DynamoDB counts it: 4 KB units, halved when eventually consistent.

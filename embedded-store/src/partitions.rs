@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::store::{Index, Write};
+use shared::store::{Index, Write};
 
 #[derive(Default)]
 pub struct PartitionWrites(Mutex<HashMap<String, u64>>);

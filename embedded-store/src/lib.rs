@@ -1,0 +1,253 @@
+//! The store of `crm serve` and the tests: DynamoDB's semantics on redb, an
+//! embedded, transactional database engine (a copy-on-write B-tree with
+//! ordered byte keys, checksummed commits).
+//!
+//! It keeps the semantics the code relies on, so what passes here passes on
+//! DynamoDB: conditional writes, all-or-nothing transactions of at most 100
+//! distinct items, the 400 KB item limit, sort keys in byte order, global
+//! secondary indexes, `Limit` and the 1 MB page. It reports the capacity
+//! DynamoDB Local reports (4 KB read units, halved when eventually consistent;
+//! 1 KB write units; this store counts a transaction's write units per item,
+//! where DynamoDB Local does not).
+//!
+//! Layout: items by `(pk, sk)` in one engine table; every secondary index is
+//! entries `(index no, index pk, index sk, pk, sk)` in a second one, moved
+//! with its item ([`codec`] has the byte encoding).
+//!
+//! Writes go to one writer thread, which commits every request waiting for it
+//! in one engine transaction (group commit), durable before any of them is
+//! answered ([`write`]). Reads open a read transaction of their own: the
+//! engine's snapshot as of the last commit, never blocked by the writer.
+//! `in_memory` is the same engine on its in-memory backend: one code path.
+//!
+//! A folder of an earlier format is migrated once on open ([`migrate`]).
+
+mod codec;
+mod migrate;
+pub mod partitions;
+mod read;
+mod write;
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::mpsc as sync_mpsc;
+
+use async_trait::async_trait;
+use redb::{Database, ReadableDatabase, TableDefinition};
+use shared::store::*;
+use tokio::sync::oneshot;
+
+use partitions::PartitionWrites;
+
+pub use redb::StorageBackend;
+pub use redb::backends::FileBackend;
+
+/// Items by `(pk, sk)`: the item as JSON.
+const ITEMS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("items");
+/// Index entries `(index no, index pk, index sk, pk, sk)`: the item's key.
+const INDEXES: TableDefinition<&[u8], &[u8]> = TableDefinition::new("indexes");
+
+/// The engine file in the folder.
+pub const DATA_FILE: &str = "crm-store.redb";
+/// Memory the engine may use for its page cache, whatever the data's size.
+const CACHE_BYTES: usize = 64 * 1024 * 1024;
+
+pub struct EmbeddedStore {
+    db: Arc<Database>,
+    writer: Option<sync_mpsc::Sender<write::Msg>>,
+    writer_thread: Option<std::thread::JoinHandle<()>>,
+    index_defs: Arc<Vec<Index>>,
+    metrics: Metrics,
+    /// The hot-key detector, when asked for ([`EmbeddedStore::count_partitions`]).
+    partitions: Option<Arc<PartitionWrites>>,
+    /// Held for the life of the store: one process per folder.
+    _lock: Option<File>,
+}
+
+/// The engine's failures: they are the store's being unavailable.
+fn engine(e: impl Into<redb::Error>) -> StoreError {
+    StoreError::Unavailable(format!("embedded store: {}", e.into()))
+}
+
+impl EmbeddedStore {
+    /// A store that lives as long as the process.
+    pub fn in_memory(indexes: &[Index]) -> Self {
+        let db = Database::builder()
+            .create_with_backend(redb::backends::InMemoryBackend::new())
+            .expect("an in-memory engine");
+        Self::start(db, indexes, None, false).expect("an in-memory store")
+    }
+
+    /// A store kept in `dir`, created when missing. One process at a time: a
+    /// second one (a `crm load` beside a running `crm serve`) is refused.
+    /// Opening reads the engine's header; its time does not grow with the
+    /// data, after a crash too (every commit keeps what a repair would
+    /// otherwise rebuild by reading the whole file).
+    pub fn open(dir: &Path, indexes: &[Index]) -> std::io::Result<Self> {
+        std::fs::create_dir_all(dir)?;
+        let lock = File::create(dir.join("crm-store.lock"))?;
+        if lock.try_lock().is_err() {
+            return Err(std::io::Error::other(format!(
+                "{} is in use by another process (a running `crm serve`?)",
+                dir.display()
+            )));
+        }
+        migrate::from_json_lines(dir, indexes)?;
+        let db = Database::builder()
+            .set_cache_size(CACHE_BYTES)
+            .create(dir.join(DATA_FILE))
+            .map_err(std::io::Error::other)?;
+        migrate::from_log(dir, &db, indexes)?;
+        Self::start(db, indexes, Some(lock), true).map_err(|e| std::io::Error::other(e.to_string()))
+    }
+
+    /// A store on `backend` (a file, or a test's backend that fails on cue),
+    /// committing as a store in a folder does.
+    pub fn on_backend(backend: impl StorageBackend, indexes: &[Index]) -> Result<Self, StoreError> {
+        let db = Database::builder()
+            .create_with_backend(backend)
+            .map_err(engine)?;
+        Self::start(db, indexes, None, true)
+    }
+
+    fn start(
+        db: Database,
+        indexes: &[Index],
+        lock: Option<File>,
+        on_disk: bool,
+    ) -> Result<Self, StoreError> {
+        write::create_tables(&db)?;
+        let db = Arc::new(db);
+        let index_defs = Arc::new(indexes.to_vec());
+        let (writer, writer_thread) = write::spawn(db.clone(), index_defs.clone(), on_disk);
+        Ok(Self {
+            db,
+            writer: Some(writer),
+            writer_thread: Some(writer_thread),
+            index_defs,
+            metrics: Metrics::default(),
+            partitions: None,
+            _lock: lock,
+        })
+    }
+
+    /// Counts the writes of every partition from now on (see [`partitions`]).
+    pub fn count_partitions(mut self) -> Self {
+        self.partitions = Some(Arc::new(PartitionWrites::default()));
+        self
+    }
+
+    /// The counts, when [`EmbeddedStore::count_partitions`] was asked for.
+    pub fn partition_writes(&self) -> Option<Arc<PartitionWrites>> {
+        self.partitions.clone()
+    }
+
+    fn snapshot(&self) -> Result<read::Snapshot, StoreError> {
+        let txn = self.db.begin_read().map_err(engine)?;
+        Ok(read::Snapshot {
+            items: txn.open_table(ITEMS).map_err(engine)?,
+            indexes: txn.open_table(INDEXES).map_err(engine)?,
+        })
+    }
+}
+
+/// Closing waits for the writer to finish what it was given, so the engine
+/// is shut down cleanly and the folder can be opened again at once.
+impl Drop for EmbeddedStore {
+    fn drop(&mut self) {
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.send(write::Msg::Close);
+        }
+        if let Some(thread) = self.writer_thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[async_trait]
+impl Store for EmbeddedStore {
+    async fn get(&self, key: &Key, consistent: bool) -> Result<Option<Item>, StoreError> {
+        let item = self.snapshot()?.get(key)?;
+        Metrics::count(&self.metrics.gets, 1);
+        let size = item.as_ref().map_or(0, item_size);
+        Metrics::units(
+            &self.metrics.read_milli_units,
+            codec::read_units(size, consistent),
+        );
+        Ok(item)
+    }
+
+    async fn batch_get(&self, keys: &[Key]) -> Result<Vec<Item>, StoreError> {
+        if keys.len() > MAX_BATCH_GET {
+            return Err(StoreError::Invalid(format!(
+                "batch get of {} keys",
+                keys.len()
+            )));
+        }
+        // DynamoDB refuses a batch that names one key twice.
+        if keys.iter().collect::<std::collections::HashSet<_>>().len() != keys.len() {
+            return Err(StoreError::Invalid("batch get with duplicate keys".into()));
+        }
+        let snapshot = self.snapshot()?;
+        let mut items = Vec::with_capacity(keys.len());
+        for key in keys {
+            items.extend(snapshot.get(key)?);
+        }
+        Metrics::count(&self.metrics.batch_gets, 1);
+        let units: f64 = items
+            .iter()
+            .map(|i| codec::read_units(item_size(i), false))
+            .sum();
+        Metrics::units(&self.metrics.read_milli_units, units);
+        Ok(items)
+    }
+
+    async fn query(&self, query: &Query) -> Result<Page, StoreError> {
+        let (page, bytes) = self.snapshot()?.query(&self.index_defs, query)?;
+        Metrics::count(&self.metrics.queries, 1);
+        Metrics::count(&self.metrics.scanned, page.items.len() as u64);
+        Metrics::units(
+            &self.metrics.read_milli_units,
+            codec::read_units(bytes, false),
+        );
+        Ok(page)
+    }
+
+    async fn write(&self, writes: Vec<Write>) -> Result<(), StoreError> {
+        check_writes(&writes)?;
+        let transactional = writes.len() > 1;
+        let counted = self
+            .partitions
+            .as_ref()
+            .map(|p| (p.clone(), writes.clone()));
+        let writes = write::prepare(&self.index_defs, writes)?;
+        let (reply, answer) = oneshot::channel();
+        let stopped = || StoreError::Unavailable("the embedded store's writer stopped".into());
+        self.writer
+            .as_ref()
+            .ok_or_else(stopped)?
+            .send(write::Msg::Write(write::Request { writes, reply }))
+            .map_err(|_| stopped())?;
+        let units = answer.await.map_err(|_| stopped())??;
+        let counter = if transactional {
+            &self.metrics.transactions
+        } else {
+            &self.metrics.writes
+        };
+        Metrics::count(counter, 1);
+        Metrics::units(&self.metrics.write_milli_units, units);
+        if let Some((partitions, writes)) = counted {
+            partitions.record(&self.index_defs, &writes);
+        }
+        Ok(())
+    }
+
+    fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    fn backend(&self) -> &'static str {
+        "embedded"
+    }
+}
