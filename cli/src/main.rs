@@ -4,6 +4,8 @@
 //! - `crm create-table`: the DynamoDB table and its indexes (DynamoDB Local or AWS).
 //! - `crm bootstrap`: workspace 1 and an admin token in a DynamoDB table.
 
+mod shaped;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -176,7 +178,7 @@ async fn serve(args: Serve) -> Result<(), String> {
         () = &mut stop => return Ok(()),
         started = start_up(&args) => started?,
     };
-    axum::serve(listener, app)
+    axum::serve(shaped::Listener(listener), app)
         .with_graceful_shutdown(stop)
         .await
         .map_err(|e| format!("server error: {e}"))

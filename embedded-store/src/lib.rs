@@ -31,6 +31,7 @@ mod write;
 use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc as sync_mpsc;
 
 use async_trait::async_trait;
@@ -63,6 +64,20 @@ pub struct EmbeddedStore {
     partitions: Option<Arc<PartitionWrites>>,
     /// Held for the life of the store: one process per folder.
     _lock: Option<File>,
+    /// Whether opening had to repair the engine's file (read it whole).
+    repaired: bool,
+}
+
+/// A repair callback that notes that a repair ran (and logs it).
+fn noting(repaired: &Arc<AtomicBool>) -> impl Fn(&mut redb::RepairSession) + 'static {
+    let repaired = repaired.clone();
+    move |_| {
+        if !repaired.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                "repairing the store's file: its last commit did not keep the allocator state"
+            );
+        }
+    }
 }
 
 /// The engine's failures: they are the store's being unavailable.
@@ -94,21 +109,36 @@ impl EmbeddedStore {
             )));
         }
         migrate::from_json_lines(dir, indexes)?;
+        let repaired = Arc::new(AtomicBool::new(false));
         let db = Database::builder()
             .set_cache_size(CACHE_BYTES)
+            .set_repair_callback(noting(&repaired))
             .create(dir.join(DATA_FILE))
             .map_err(std::io::Error::other)?;
         migrate::from_log(dir, &db, indexes)?;
-        Self::start(db, indexes, Some(lock), true).map_err(|e| std::io::Error::other(e.to_string()))
+        let mut store = Self::start(db, indexes, Some(lock), true)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        store.repaired = repaired.load(Ordering::Relaxed);
+        Ok(store)
     }
 
     /// A store on `backend` (a file, or a test's backend that fails on cue),
     /// committing as a store in a folder does.
     pub fn on_backend(backend: impl StorageBackend, indexes: &[Index]) -> Result<Self, StoreError> {
+        let repaired = Arc::new(AtomicBool::new(false));
         let db = Database::builder()
+            .set_repair_callback(noting(&repaired))
             .create_with_backend(backend)
             .map_err(engine)?;
-        Self::start(db, indexes, None, true)
+        let mut store = Self::start(db, indexes, None, true)?;
+        store.repaired = repaired.load(Ordering::Relaxed);
+        Ok(store)
+    }
+
+    /// Whether opening had to repair the engine's file: read it whole, as
+    /// after a crash whose last commit did not keep the allocator state.
+    pub fn repaired_on_open(&self) -> bool {
+        self.repaired
     }
 
     fn start(
@@ -117,7 +147,7 @@ impl EmbeddedStore {
         lock: Option<File>,
         on_disk: bool,
     ) -> Result<Self, StoreError> {
-        write::create_tables(&db)?;
+        write::create_tables(&db, on_disk)?;
         let db = Arc::new(db);
         let index_defs = Arc::new(indexes.to_vec());
         let (writer, writer_thread) = write::spawn(db.clone(), index_defs.clone(), on_disk);
@@ -129,6 +159,7 @@ impl EmbeddedStore {
             metrics: Metrics::default(),
             partitions: None,
             _lock: lock,
+            repaired: false,
         })
     }
 

@@ -24,7 +24,7 @@ use serde_json::Value;
 use shared::store::{Index, Item, Key, StoreError};
 
 use super::codec::item_key;
-use super::write::{Tables, create_tables};
+use super::write::{Tables, begin, create_tables};
 use super::{DATA_FILE, INDEXES, ITEMS, engine};
 
 pub const LOG_FILE: &str = "crm-store.jsonl";
@@ -53,12 +53,12 @@ pub(super) fn from_json_lines(dir: &Path, indexes: &[Index]) -> std::io::Result<
 /// Replays the JSON lines into a new engine file; answers the lines read.
 fn replay(log: &Path, into: &Path, defs: &[Index]) -> Result<usize, StoreError> {
     let db = Database::create(into).map_err(engine)?;
-    create_tables(&db)?;
+    create_tables(&db, true)?;
     let file = File::open(log).map_err(|e| StoreError::Other(e.to_string()))?;
     let mut lines = BufReader::new(file).lines().enumerate().peekable();
     let mut count = 0;
     while lines.peek().is_some() {
-        let txn = db.begin_write().map_err(engine)?;
+        let txn = begin(&db, true)?;
         {
             let mut tables = Tables {
                 items: txn.open_table(ITEMS).map_err(engine)?,
@@ -106,10 +106,10 @@ pub(super) fn from_log(dir: &Path, db: &Database, defs: &[Index]) -> std::io::Re
         return Ok(());
     }
     let failed = |e: StoreError| std::io::Error::other(e.to_string());
-    create_tables(db).map_err(failed)?;
+    create_tables(db, true).map_err(failed)?;
     let records = log::unapplied(dir, log::last_checkpoint(db).map_err(failed)?)?;
     if !records.is_empty() {
-        let txn = db.begin_write().map_err(engine).map_err(failed)?;
+        let txn = begin(db, true).map_err(failed)?;
         {
             let mut tables = Tables {
                 items: txn.open_table(ITEMS).map_err(engine).map_err(failed)?,

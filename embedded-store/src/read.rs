@@ -124,12 +124,7 @@ impl Snapshot {
 /// The engine bounds of a sort-key range in the partition `prefix`, after
 /// `start` (in the query's direction), so the read starts and stops where the
 /// range does (the caller still checks each key); `None` when empty.
-fn bounds(
-    prefix: &[u8],
-    range: &SkRange,
-    start: Option<&[u8]>,
-    forward: bool,
-) -> Option<Range> {
+fn bounds(prefix: &[u8], range: &SkRange, start: Option<&[u8]>, forward: bool) -> Option<Range> {
     let end = after_prefix(prefix);
     let with = |tail: Vec<u8>| [prefix, tail.as_slice()].concat();
     let low: Vec<u8> = match range {

@@ -180,6 +180,10 @@ async fn acknowledged_writes_survive_power_losses_whole() {
     for (acked, image) in images {
         let after =
             EmbeddedStore::on_backend(image, INDEXES).expect("the store opens after a power loss");
+        assert!(
+            !after.repaired_on_open(),
+            "opening after a power loss read the whole file"
+        );
         for client in 0..4 {
             let items = after
                 .query(&Query::new(

@@ -112,6 +112,33 @@ pub fn take_id(line: &mut serde_json::Map<String, Value>) -> Result<u64, &'stati
         .ok_or("field `id`: must be a whole number from 1 to 9007199254740991 (2^53 - 1)")
 }
 
+/// A line's body as written, for a record `R` whose line is read as its
+/// create body when the record is new and as its update body when it exists
+/// ([`RawLine::read`]).
+#[derive(Debug, serde::Deserialize)]
+#[serde(transparent)]
+pub struct RawLine<R> {
+    body: serde_json::Map<String, Value>,
+    #[serde(skip)]
+    record: std::marker::PhantomData<fn() -> R>,
+}
+
+impl<R> Validate for RawLine<R> {
+    /// Read as its type, it is validated then.
+    fn validate(&self) -> Result<(), validator::ValidationErrors> {
+        Ok(())
+    }
+}
+
+impl<R> RawLine<R> {
+    /// The line as `T`: strictly, validated, its errors naming the field.
+    pub fn read<T: DeserializeOwned + Validate>(self) -> ApiResult<T> {
+        let body: T = crate::error::from_value(&Value::Object(self.body))?;
+        body.validate().map_err(crate::error::validation_error)?;
+        Ok(body)
+    }
+}
+
 impl<T: Validate> Validate for WithId<T> {
     fn validate(&self) -> Result<(), validator::ValidationErrors> {
         self.body.validate()

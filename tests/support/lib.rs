@@ -50,6 +50,8 @@ pub struct TestApp {
     pub table: Option<String>,
     /// On disk only: the folder, removed when the test ends.
     pub folder: Option<TempFolder>,
+    /// The app's job queue (kept to build the app again, [`TestApp::with_manual_clock`]).
+    queue: shared::queue::SharedQueue,
 }
 
 /// A folder under the system's temporary folder, removed on drop.
@@ -209,12 +211,24 @@ impl TestApp {
             .await,
         );
         Self {
-            router: crm::app(AppState::new(store.clone()).with_queue(queue)),
+            router: crm::app(AppState::new(store.clone()).with_queue(queue.clone())),
             store,
             backend,
             table,
             folder: None,
+            queue,
         }
+    }
+
+    /// The same app, its requests reading a clock the test moves (no test
+    /// waits for time to pass).
+    pub fn with_manual_clock(mut self) -> (Self, Arc<shared::ids::ManualClock>) {
+        let clock = Arc::new(shared::ids::ManualClock::starting_now());
+        let state = AppState::new(self.store.clone())
+            .with_queue(self.queue.clone())
+            .with_clock(clock.clone());
+        self.router = crm::app(state);
+        (self, clock)
     }
 
     pub fn metrics(&self) -> MetricsSnapshot {

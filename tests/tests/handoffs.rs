@@ -79,3 +79,21 @@ api_test! {
         assert!(app.as_token(&token).get("/v3/workspaces/info").await.expect(200).get("refreshRequestedAt").is_none());
     }
 }
+
+api_test! {
+    /// Eight refreshes at once all succeed: the client names no version, so
+    /// one that meets another's change reads the workspace again instead of
+    /// answering a 409 it could not act on. Each moves the time forward.
+    async fn concurrent_refreshes_all_succeed(app) {
+        let answers = futures::future::join_all((0..8).map(|_| app.post("/v3/refresh-page", json!({})))).await;
+        let mut times: Vec<String> = answers
+            .into_iter()
+            .map(|a| a.expect(201)["refreshRequestedAt"].as_str().unwrap().to_owned())
+            .collect();
+        times.sort();
+        times.dedup();
+        assert_eq!(times.len(), 8, "each refresh is its own moment: {times:?}");
+        let info = app.get("/v3/workspaces/info").await.expect(200);
+        assert_eq!(info["refreshRequestedAt"].as_str().unwrap(), times[7]);
+    }
+}

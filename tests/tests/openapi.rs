@@ -129,9 +129,11 @@ api_test! {
 }
 
 api_test! {
-    /// A create whose body type is the update's (every field optional)
-    /// documents the fields it needs as required (`http::Create`): an empty
-    /// body is refused naming exactly those, and one of the `anyOf` fields.
+    /// A create documents the fields it needs as required (a typed create
+    /// such as `DealCreate` by its own type, one whose body type is the
+    /// update's by `http::Create`): an empty body is refused naming only
+    /// fields the document requires (serde names the first it misses; a
+    /// deal's each one is tested in tests/tests/deals.rs against this list).
     async fn a_create_documents_the_fields_it_refuses_without(app) {
         let document = generated();
         let mut creates = 0;
@@ -152,9 +154,9 @@ api_test! {
             let refused = app.post(path, serde_json::json!({})).await.expect_error(400);
             let named: BTreeSet<String> =
                 refused["details"].as_array().unwrap().iter().map(|d| d["field"].as_str().unwrap().to_owned()).collect();
-            assert_eq!(named, documented, "{path}");
+            assert!(!named.is_empty() && named.is_subset(&documented), "{path}: {named:?} of {documented:?}");
         }
-        assert_eq!(creates, 2, "the creates described with http::Create");
+        assert_eq!(creates, 2, "DealCreate and CampaignCreate");
     }
 }
 

@@ -4,10 +4,8 @@ use axum::Json;
 use axum::extract::State;
 use shared::ApiError;
 use shared::auth::Caller;
-use shared::domain::deals::{self, DealInput, DealQuery, DealView};
-use shared::http::{
-    AppState, Body, Create, Created, Group, Grouped, PathId, PathKey, Reply, created,
-};
+use shared::domain::deals::{self, DealCreate, DealPatch, DealQuery, DealView};
+use shared::http::{AppState, Body, Created, Group, Grouped, PathId, PathKey, Reply, created};
 use shared::page::ListPage;
 
 pub fn group() -> Group {
@@ -38,7 +36,7 @@ async fn list(
 async fn create(
     State(s): State<AppState>,
     caller: Caller,
-    Body(Create(input)): Body<Create<DealInput>>,
+    Body(input): Body<DealCreate>,
 ) -> Result<Created<DealView>, ApiError> {
     Ok(created(DealView::from(
         deals::create(s.store.as_ref(), &caller, input).await?,
@@ -56,7 +54,7 @@ async fn update(
     State(s): State<AppState>,
     caller: Caller,
     PathKey(id): PathKey,
-    Body(input): Body<DealInput>,
+    Body(input): Body<DealPatch>,
 ) -> Reply<DealView> {
     let id = id.parse::<u64>().map_err(|_| ApiError::not_found("deal"))?;
     Ok(Json(

@@ -282,6 +282,18 @@ pub struct RefreshRequested {
 /// should reload. Clients poll `GET /v3/workspaces/info` and reload when its
 /// `refreshRequestedAt` is later than their own start.
 pub async fn request_refresh(store: &dyn Store, caller: &Caller) -> ApiResult<RefreshRequested> {
+    // The client names no version: a request that meets another's change
+    // reads the workspace again, rather than answer a 409 it cannot act on.
+    let mut attempts = 0;
+    loop {
+        match refresh_once(store, caller).await {
+            Err(e) if e.status == http::StatusCode::CONFLICT && attempts < 8 => attempts += 1,
+            other => return other,
+        }
+    }
+}
+
+async fn refresh_once(store: &dyn Store, caller: &Caller) -> ApiResult<RefreshRequested> {
     let key = keys::workspace(caller.workspace_id);
     let current: Workspace = record::find(store, &key, true, "workspace").await?;
     let mut workspace = current.clone();

@@ -31,7 +31,7 @@ impl<T: Validate> Validate for Create<T> {
 }
 
 impl<T: JsonSchema + CreateFields> JsonSchema for Create<T> {
-    /// `DealInput` → `DealCreate`.
+    /// `CampaignInput` → `CampaignCreate`.
     fn schema_name() -> Cow<'static, str> {
         let name = T::schema_name();
         format!("{}Create", name.strip_suffix("Input").unwrap_or(&name)).into()

@@ -59,6 +59,8 @@ pub struct AppState {
     pub queue: Option<SharedQueue>,
     /// The same store, ungated: for the token check itself.
     pub(crate) ungated: SharedStore,
+    /// What `ids::now` reads in this app's requests.
+    pub clock: Arc<dyn ids::Clock>,
 }
 
 impl AppState {
@@ -67,7 +69,14 @@ impl AppState {
             store: Arc::new(crate::auth::Gated(store.clone())),
             queue: None,
             ungated: store,
+            clock: Arc::new(ids::SystemClock),
         }
+    }
+
+    /// The app's requests read `clock` ([`ids::now`]): a test's manual clock.
+    pub fn with_clock(mut self, clock: Arc<dyn ids::Clock>) -> Self {
+        self.clock = clock;
+        self
     }
 
     pub fn with_queue(mut self, queue: SharedQueue) -> Self {
@@ -116,20 +125,24 @@ async fn around(State(served): State<Served>, req: Request, next: Next) -> Respo
     let request_id = request_id_of(&req);
     let method = req.method().clone();
     let route = req.extensions().get::<MatchedPath>().cloned();
-    let mut response = crate::context::scope(request_id.clone(), async {
-        let response = match limits(req).await {
-            Ok(req) => idempotent::idempotent(served, req, next).await,
-            Err(refused) => refused,
-        };
-        // Nothing leaves before the token holds, even from a handler that read nothing.
-        match crate::context::gate::<crate::auth::TokenCheck>() {
-            Some(check) => match check.verdict().await {
-                Ok(_) => response,
-                Err(refusal) => refusal.into_response(),
-            },
-            None => response,
-        }
-    })
+    let clock = served.state.clock.clone();
+    let mut response = crate::context::scope(
+        request_id.clone(),
+        ids::with_clock(clock, async {
+            let response = match limits(req).await {
+                Ok(req) => idempotent::idempotent(served, req, next).await,
+                Err(refused) => refused,
+            };
+            // Nothing leaves before the token holds, even from a handler that read nothing.
+            match crate::context::gate::<crate::auth::TokenCheck>() {
+                Some(check) => match check.verdict().await {
+                    Ok(_) => response,
+                    Err(refusal) => refusal.into_response(),
+                },
+                None => response,
+            }
+        }),
+    )
     .await;
     let status = response.status().as_u16();
     let latency_ms = started.elapsed().as_secs_f64() * 1000.0;

@@ -1,7 +1,7 @@
-//! The create and PATCH body, and the rules that apply it: required fields,
-//! the contact and the catalog products, won/lost dates, lost reasons, stages.
+//! The create and PATCH bodies, and what a body needs read before its rules
+//! apply ([`super::rules`]): the contact and the catalog products.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -11,22 +11,85 @@ use super::record::{
     AuthorType, DealContact, DealContactInput, DealContext, DealConversation, DealFields,
     DealProduct, DealStatus,
 };
+use super::rules;
 use crate::domain::contacts::Contact;
 use crate::domain::products;
-use crate::error::{ApiError, ApiResult, FieldProblem};
-use crate::ids::WorkspaceId;
-use crate::ids::{self, ClientTime};
+use crate::error::{ApiError, ApiResult};
+use crate::ids::{ClientTime, Timestamp, WorkspaceId};
 use crate::keys;
 use crate::record;
 use crate::store::Store;
-use crate::validate::{CreateFields, nullable};
+use crate::validate::nullable;
 
-/// `POST /v3/deals` and `PATCH /v3/deals/{id}`: every Deal field, all optional
-/// in the body (a create checks the spec's required ones). `null` clears the
-/// optional ones.
+/// `POST /v3/deals`: a new deal. The spec's required fields are required;
+/// the contact is `contactId` or `contact.id`.
+// The body is read into this type or refused, naming the field: no field
+// is filled in later, and no list of required fields stands beside it.
+#[derive(Debug, Deserialize, Validate, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(transform = contact_or_id)]
+pub struct DealCreate {
+    #[serde(default, rename = "_id")]
+    #[validate(length(max = 128))]
+    pub legacy_id: Option<String>,
+    #[validate(
+        length(min = 1, max = 256),
+        custom(function = "crate::validate::not_blank")
+    )]
+    pub name: String,
+    #[validate(range(min = -1e15, max = 1e15))]
+    pub value: f64,
+    pub status: DealStatus,
+    #[validate(nested)]
+    pub contact: Option<DealContactInput>,
+    pub contact_id: Option<u64>,
+    pub operator_id: u64,
+    pub group_id: u64,
+    #[validate(length(min = 1, max = 128))]
+    pub pipeline_id: String,
+    #[validate(length(min = 1, max = 128))]
+    pub stage_id: String,
+    #[validate(length(min = 1, max = 128))]
+    pub origin: String,
+    /// At most 20 (with 20 products): every tag and product is an index item
+    /// written in the deal's transaction, which DynamoDB caps at 100 items.
+    #[validate(length(max = 20))]
+    pub tag_ids: Vec<u64>,
+    #[validate(length(max = 20))]
+    pub lost_reason: Option<Vec<String>>,
+    #[validate(length(max = 2000))]
+    pub lost_reason_obs: Option<String>,
+    #[validate(length(max = 20), nested)]
+    pub products: Option<Vec<DealProduct>>,
+    pub won_lost_date: Option<ClientTime>,
+    pub due_date: Option<ClientTime>,
+    /// Computed: refused with a 400.
+    pub last_stage_changed: Option<Value>,
+    #[validate(nested)]
+    pub conversation: Option<DealConversation>,
+    #[validate(length(max = 128))]
+    pub campaign: Option<String>,
+    pub author_type: Option<AuthorType>,
+    pub author_id: Option<Map<String, Value>>,
+    pub position: Option<f64>,
+    pub focused_counts: Option<f64>,
+    pub comments: Option<f64>,
+    pub tasks: Option<Map<String, Value>>,
+    /// Computed: refused with a 400.
+    pub time_in_stage: Option<Value>,
+    pub custom_fields: Option<Map<String, Value>>,
+    #[validate(nested)]
+    pub context: Option<DealContext>,
+}
+
+fn contact_or_id(schema: &mut schemars::Schema) {
+    crate::validate::needs_one_of(schema, &["contact", "contactId"], false);
+}
+
+/// `PATCH /v3/deals/{id}`: any Deal field; `null` clears an optional one.
 #[derive(Debug, Default, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct DealInput {
+pub struct DealPatch {
     #[serde(default, rename = "_id", deserialize_with = "nullable")]
     #[validate(length(max = 128))]
     pub legacy_id: Option<Option<String>>,
@@ -94,13 +157,15 @@ pub struct DealInput {
     pub context: Option<Option<DealContext>>,
 }
 
-/// Resolves the deal's contact: it must be a contact of the workspace.
+/// The deal's contact, when the body names one (`contactId` or
+/// `contact.id`): it must be a contact of the workspace.
 async fn contact_of(
     store: &dyn Store,
     ws: WorkspaceId,
-    input: &DealInput,
+    contact_id: Option<u64>,
+    contact: Option<&DealContactInput>,
 ) -> ApiResult<Option<DealContact>> {
-    let id = match (input.contact_id, input.contact.as_ref().map(|c| c.id)) {
+    let id = match (contact_id, contact.map(|c| c.id)) {
         (Some(a), Some(b)) if a != b => {
             return Err(ApiError::field(
                 "contactId",
@@ -150,27 +215,81 @@ async fn catalog_products(
         .collect())
 }
 
-/// Applies an input to a deal (new or read), then the status and stage rules.
-pub(super) async fn apply(
+/// The fields that are computed, never set by a body.
+fn refuse_computed(
+    last_stage_changed: &Option<Value>,
+    time_in_stage: &Option<Value>,
+) -> ApiResult<()> {
+    for (set, field) in [
+        (last_stage_changed.is_some(), "lastStageChanged"),
+        (time_in_stage.is_some(), "timeInStage"),
+    ] {
+        if set {
+            return Err(ApiError::field(field, "is computed from stage changes"));
+        }
+    }
+    Ok(())
+}
+
+/// A new deal's fields from its create body, at `now`: its contact and
+/// products read, then the rules.
+pub(super) async fn created(
     store: &dyn Store,
     ws: WorkspaceId,
-    deal: &mut DealFields,
-    before: Option<&DealFields>,
-    input: DealInput,
-) -> ApiResult<()> {
-    if input.last_stage_changed.is_some() {
-        return Err(ApiError::field(
-            "lastStageChanged",
-            "is computed from stage changes",
-        ));
-    }
-    if input.time_in_stage.is_some() {
-        return Err(ApiError::field(
-            "timeInStage",
-            "is computed from stage changes",
-        ));
-    }
-    if let Some(contact) = contact_of(store, ws, &input).await? {
+    input: DealCreate,
+    now: Timestamp,
+) -> ApiResult<DealFields> {
+    refuse_computed(&input.last_stage_changed, &input.time_in_stage)?;
+    let contact = contact_of(store, ws, input.contact_id, input.contact.as_ref())
+        .await?
+        .ok_or_else(|| ApiError::field("contact", "is required: contactId or contact.id"))?;
+    let products = catalog_products(store, ws, input.products.unwrap_or_default()).await?;
+    let mut deal = DealFields {
+        legacy_id: input.legacy_id,
+        name: input.name.trim().to_owned(),
+        value: input.value,
+        status: input.status,
+        contact,
+        operator_id: input.operator_id,
+        group_id: input.group_id,
+        pipeline_id: input.pipeline_id.trim().to_owned(),
+        stage_id: input.stage_id.trim().to_owned(),
+        origin: input.origin.trim().to_owned(),
+        tag_ids: input.tag_ids,
+        lost_reason: input.lost_reason,
+        lost_reason_obs: input.lost_reason_obs,
+        products,
+        won_lost_date: None,
+        due_date: input.due_date.map(|t| t.0),
+        last_stage_changed: Some(now),
+        conversation: input.conversation,
+        campaign: input.campaign,
+        author_type: input.author_type,
+        author_id: input.author_id,
+        position: input.position,
+        focused_counts: input.focused_counts,
+        comments: input.comments,
+        tasks: input.tasks,
+        time_in_stage: BTreeMap::new(),
+        custom_fields: input.custom_fields,
+        context: input.context,
+    };
+    rules::settle(&mut deal, None, input.won_lost_date.map(|t| Some(t.0)), now)?;
+    Ok(deal)
+}
+
+/// A deal's fields after a PATCH at `now`: the fields it names (its contact
+/// and products read), then the rules.
+pub(super) async fn patched(
+    store: &dyn Store,
+    ws: WorkspaceId,
+    before: &DealFields,
+    input: DealPatch,
+    now: Timestamp,
+) -> ApiResult<DealFields> {
+    refuse_computed(&input.last_stage_changed, &input.time_in_stage)?;
+    let mut deal = before.clone();
+    if let Some(contact) = contact_of(store, ws, input.contact_id, input.contact.as_ref()).await? {
         deal.contact = contact;
     }
     if let Some(products) = input.products {
@@ -202,98 +321,7 @@ pub(super) async fn apply(
     if let Some(due) = input.due_date {
         deal.due_date = due.map(|t| t.0);
     }
-    let explicit_won_lost = input.won_lost_date.map(|date| date.map(|t| t.0));
-
-    let now = ids::now();
-    // Status: won and lost are stamped, open clears the stamp.
-    let status_changed = before.is_none_or(|b| b.status != deal.status);
-    match deal.status {
-        DealStatus::Open => {
-            if explicit_won_lost.flatten().is_some() {
-                return Err(ApiError::field(
-                    "wonLostDate",
-                    "an open deal has no won/lost date",
-                ));
-            }
-            deal.won_lost_date = None;
-        }
-        DealStatus::Won | DealStatus::Lost => {
-            if let Some(date) = explicit_won_lost {
-                deal.won_lost_date = date.or(Some(now));
-            } else if status_changed {
-                deal.won_lost_date = Some(now);
-            }
-        }
-    }
-    // Lost reasons belong to lost deals.
-    if deal.status != DealStatus::Lost {
-        let leaving_lost = before.is_some_and(|b| b.status == DealStatus::Lost);
-        let sets_reason = |r: bool| r && !leaving_lost;
-        if sets_reason(
-            deal.lost_reason.is_some() && before.is_none_or(|b| b.lost_reason != deal.lost_reason),
-        ) || sets_reason(
-            deal.lost_reason_obs.is_some()
-                && before.is_none_or(|b| b.lost_reason_obs != deal.lost_reason_obs),
-        ) {
-            return Err(ApiError::field(
-                "lostReason",
-                "only a lost deal has lost reasons",
-            ));
-        }
-        deal.lost_reason = None;
-        deal.lost_reason_obs = None;
-    }
-    // Stage: stamp the change and add the time spent in the stage left.
-    if let Some(b) = before
-        && b.stage_id != deal.stage_id
-    {
-        let entered = b.last_stage_changed.unwrap_or(now);
-        *deal.time_in_stage.entry(b.stage_id.clone()).or_default() +=
-            (now - entered).num_milliseconds().max(0);
-        deal.last_stage_changed = Some(now);
-    }
-    Ok(())
-}
-
-/// What [`missing`] checks, for the document (`http::Create`).
-impl CreateFields for DealInput {
-    const REQUIRED: &'static [&'static str] = &[
-        "name",
-        "value",
-        "status",
-        "operatorId",
-        "groupId",
-        "pipelineId",
-        "stageId",
-        "origin",
-        "tagIds",
-    ];
-    const ANY_OF: &'static [&'static str] = &["contact", "contactId"];
-}
-
-/// The spec's required create fields that a body lacks.
-pub(super) fn missing(input: &DealInput) -> Vec<FieldProblem> {
-    let mut missing = Vec::new();
-    let mut need = |present: bool, field: &str| {
-        if !present {
-            missing.push(FieldProblem {
-                field: field.into(),
-                problem: "is required".into(),
-            });
-        }
-    };
-    need(input.name.is_some(), "name");
-    need(input.value.is_some(), "value");
-    need(input.status.is_some(), "status");
-    need(
-        input.contact.is_some() || input.contact_id.is_some(),
-        "contact",
-    );
-    need(input.operator_id.is_some(), "operatorId");
-    need(input.group_id.is_some(), "groupId");
-    need(input.pipeline_id.is_some(), "pipelineId");
-    need(input.stage_id.is_some(), "stageId");
-    need(input.origin.is_some(), "origin");
-    need(input.tag_ids.is_some(), "tagIds");
-    missing
+    let won_lost = input.won_lost_date.map(|date| date.map(|t| t.0));
+    rules::settle(&mut deal, Some(before), won_lost, now)?;
+    Ok(deal)
 }

@@ -2,20 +2,21 @@
 
 use async_trait::async_trait;
 
-use super::input::DealInput;
-use super::write::{insert, new_fields, update};
+use super::Deal;
+use super::input::{self, DealCreate, DealPatch};
+use super::write::{insert, update};
 use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::keys;
-use crate::load::{LineType, Loadable, WithId};
+use crate::load::{LineType, Loadable, RawLine, WithId};
 use crate::store::Store;
 
 /// A `deal` line: `id` and the create body of `POST /v3/deals`, under the same
 /// rules (its contact a contact of the workspace, loaded on an earlier line).
-/// Loaded again, the deal takes the fields the line names (no write when it
-/// has them already).
+/// Loaded again, the line is a PATCH body: the deal takes the fields the line
+/// names (no write when it has them already).
 #[async_trait]
-impl Loadable for WithId<DealInput> {
+impl Loadable for WithId<RawLine<Deal>> {
     const TYPE: &'static str = "deal";
 
     async fn load(self, store: &dyn Store, caller: &Caller) -> ApiResult<()> {
@@ -24,10 +25,12 @@ impl Loadable for WithId<DealInput> {
             store,
             &key,
             |id, line, stamps| async move {
-                let fields = new_fields(store, caller, line).await?;
+                let line: DealCreate = line.read()?;
+                let now = crate::ids::now();
+                let fields = input::created(store, caller.workspace_id, line, now).await?;
                 insert(store, caller, id, &fields, stamps).await
             },
-            |id, line| update(store, caller, id, line),
+            |id, line| async move { update(store, caller, id, line.read::<DealPatch>()?).await },
         )
         .await
     }
@@ -35,5 +38,5 @@ impl Loadable for WithId<DealInput> {
 
 /// The `crm load` lines of deals: `deal`.
 pub fn line_types() -> Vec<LineType> {
-    vec![LineType::of::<WithId<DealInput>>()]
+    vec![LineType::of::<WithId<RawLine<Deal>>>()]
 }

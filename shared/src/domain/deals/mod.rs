@@ -18,8 +18,10 @@
 
 //!
 //! - `record`: the stored deal and its parts; `view`: the spec's Deal;
-//! - `index`: the index items and their digests; `input`: bodies and the rules
-//!   above; `write`: create, get, update;
+//! - `index`: the index items and their digests; `input`: the create and
+//!   PATCH bodies, and the reads they need; `rules`: the rules above, pure
+//!   functions of the deal before, the deal after and the time; `write`:
+//!   create, get, update;
 //! - `query`: the list's parameters in every form; `list`: the list itself;
 //! - `load`: the `deal` line of `crm load`.
 
@@ -29,11 +31,12 @@ mod list;
 mod load;
 mod query;
 mod record;
+mod rules;
 mod view;
 mod write;
 
 pub use index::Digest;
-pub use input::DealInput;
+pub use input::{DealCreate, DealPatch};
 pub use list::list;
 pub use load::line_types;
 pub use query::{DealQuery, PeriodMetric, SortBy, parse_query};

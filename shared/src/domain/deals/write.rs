@@ -1,77 +1,22 @@
 //! Creating, reading and changing deals; the index items move in the deal's
 //! own transaction.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 use super::LIST;
-use super::input::{DealInput, apply, missing};
-use super::record::{Deal, DealContact, DealFields, DealStatus};
+use super::input::{self, DealCreate, DealPatch};
+use super::record::{Deal, DealFields};
 use crate::auth::Caller;
 use crate::domain::rollups;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::ids;
 use crate::keys;
 use crate::record::{self, CommitError, Mutation, Stamps, with_fresh_id};
 use crate::store::{Key, Store};
 
-pub async fn create(store: &dyn Store, caller: &Caller, input: DealInput) -> ApiResult<Deal> {
-    let fields = new_fields(store, caller, input).await?;
+pub async fn create(store: &dyn Store, caller: &Caller, input: DealCreate) -> ApiResult<Deal> {
+    let fields = input::created(store, caller.workspace_id, input, ids::now()).await?;
     with_fresh_id(|id| insert(store, caller, id, &fields, Stamps::new())).await
-}
-
-/// A new deal's fields from a create body: the spec's required ones checked,
-/// its contact and products read.
-pub(super) async fn new_fields(
-    store: &dyn Store,
-    caller: &Caller,
-    input: DealInput,
-) -> ApiResult<DealFields> {
-    let missing = missing(&input);
-    if !missing.is_empty() {
-        return Err(ApiError::fields(missing));
-    }
-    let ws = caller.workspace_id;
-    let now = ids::now();
-    let mut fields = DealFields {
-        legacy_id: None,
-        name: String::new(),
-        value: 0.0,
-        status: DealStatus::Open,
-        contact: DealContact {
-            id: 0,
-            name: None,
-            avatar: None,
-            phone: None,
-            email: None,
-            created_at: now,
-            is_private: false,
-        },
-        operator_id: 0,
-        group_id: 0,
-        pipeline_id: String::new(),
-        stage_id: String::new(),
-        origin: String::new(),
-        tag_ids: Vec::new(),
-        lost_reason: None,
-        lost_reason_obs: None,
-        products: Vec::new(),
-        won_lost_date: None,
-        due_date: None,
-        last_stage_changed: Some(now),
-        conversation: None,
-        campaign: None,
-        author_type: None,
-        author_id: None,
-        position: None,
-        focused_counts: None,
-        comments: None,
-        tasks: None,
-        time_in_stage: BTreeMap::new(),
-        custom_fields: None,
-        context: None,
-    };
-    apply(store, ws, &mut fields, None, input).await?;
-    Ok(fields)
 }
 
 /// Creates the deal `id`, its index items and counts, in one transaction.
@@ -109,12 +54,12 @@ pub async fn update(
     store: &dyn Store,
     caller: &Caller,
     id: u64,
-    input: DealInput,
+    input: DealPatch,
 ) -> ApiResult<Deal> {
     let ws = caller.workspace_id;
     let current: Deal = record::find(store, &keys::deal(ws, id), true, "deal").await?;
     let mut deal = current.clone();
-    apply(store, ws, &mut deal.fields, Some(&current.fields), input).await?;
+    deal.fields = input::patched(store, ws, &current.fields, input, ids::now()).await?;
     let mut m = Mutation::new(caller);
     if !m.update(&current, &mut deal)? {
         return Ok(current);
