@@ -104,15 +104,36 @@ pub fn padded(id: u64) -> String {
 #[serde(transparent)]
 pub struct WorkspaceId(pub u64);
 
-/// A contact's id where it sits beside another entity's id in a key (an
-/// organization link, a last session), so the two cannot be swapped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// A contact's id.
+// Typed where it sits beside another entity's id (an organization link, a
+// deal's contact), so the two cannot be swapped; stored and shown as the number.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(transparent)]
+#[schemars(inline)]
 pub struct ContactId(pub u64);
 
 /// From a number the outside world gives (a path, a CLI flag, a test).
 impl From<u64> for WorkspaceId {
     fn from(id: u64) -> Self {
         WorkspaceId(id)
+    }
+}
+
+impl std::fmt::Display for ContactId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
     }
 }
 

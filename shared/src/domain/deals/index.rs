@@ -7,30 +7,46 @@ use serde_json::Value;
 
 use super::record::{Deal, DealStatus};
 use crate::error::{ApiError, ApiResult};
-use crate::ids;
+use crate::ids::{self, ContactId};
 use crate::keys;
 use crate::record;
 use crate::store::{Item, PK, SK, TYPE};
 
 /// What a list filters and sorts on, kept on every index item of the deal.
+/// Stored under short names (an index item per tag and product carries one,
+/// so every byte counts many times).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Digest {
     pub id: u64,
-    pub s: DealStatus,
-    pub o: u64,
-    pub g: u64,
-    pub p: String,
-    pub st: String,
-    pub t: Vec<u64>,
-    pub pr: Vec<String>,
-    pub c: u64,
-    pub v: f64,
-    pub n: String,
-    #[serde(default)]
-    pub w: Option<i64>,
-    pub u: i64,
-    #[serde(default)]
-    pub pos: Option<f64>,
+    #[serde(rename = "s")]
+    pub status: DealStatus,
+    #[serde(rename = "o")]
+    pub operator_id: u64,
+    #[serde(rename = "g")]
+    pub group_id: u64,
+    #[serde(rename = "p")]
+    pub pipeline_id: String,
+    #[serde(rename = "st")]
+    pub stage_id: String,
+    #[serde(rename = "t")]
+    pub tag_ids: Vec<u64>,
+    #[serde(rename = "pr")]
+    pub product_ids: Vec<String>,
+    #[serde(rename = "c")]
+    pub contact_id: ContactId,
+    #[serde(rename = "v")]
+    pub value: f64,
+    /// The name folded for sorting ([`crate::text::fold`]).
+    #[serde(rename = "n")]
+    pub folded_name: String,
+    /// `wonLostDate`, in epoch milliseconds.
+    #[serde(default, rename = "w")]
+    pub won_lost_ms: Option<i64>,
+    /// `lastUpdateAt`, in epoch milliseconds.
+    #[serde(rename = "u")]
+    pub updated_ms: i64,
+    #[serde(default, rename = "pos")]
+    pub position: Option<f64>,
 }
 
 impl Deal {
@@ -38,19 +54,19 @@ impl Deal {
         let f = &self.fields;
         Digest {
             id: self.id,
-            s: f.status,
-            o: f.operator_id,
-            g: f.group_id,
-            p: f.pipeline_id.clone(),
-            st: f.stage_id.clone(),
-            t: f.tag_ids.clone(),
-            pr: f.products.iter().map(|p| p.id.clone()).collect(),
-            c: f.contact.id,
-            v: f.value,
-            n: crate::text::fold(&f.name),
-            w: f.won_lost_date.map(|t| t.timestamp_millis()),
-            u: self.stamps.last_update_at.timestamp_millis(),
-            pos: f.position,
+            status: f.status,
+            operator_id: f.operator_id,
+            group_id: f.group_id,
+            pipeline_id: f.pipeline_id.clone(),
+            stage_id: f.stage_id.clone(),
+            tag_ids: f.tag_ids.clone(),
+            product_ids: f.products.iter().map(|p| p.id.clone()).collect(),
+            contact_id: f.contact.id,
+            value: f.value,
+            folded_name: crate::text::fold(&f.name),
+            won_lost_ms: f.won_lost_date.map(|t| t.timestamp_millis()),
+            updated_ms: self.stamps.last_update_at.timestamp_millis(),
+            position: f.position,
         }
     }
 

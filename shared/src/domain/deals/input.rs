@@ -15,7 +15,7 @@ use super::rules;
 use crate::domain::contacts::Contact;
 use crate::domain::products;
 use crate::error::{ApiError, ApiResult};
-use crate::ids::{ClientTime, Timestamp, WorkspaceId};
+use crate::ids::{ClientTime, ContactId, Timestamp, WorkspaceId};
 use crate::keys;
 use crate::record;
 use crate::store::Store;
@@ -42,7 +42,7 @@ pub struct DealCreate {
     pub status: DealStatus,
     #[validate(nested)]
     pub contact: Option<DealContactInput>,
-    pub contact_id: Option<u64>,
+    pub contact_id: Option<ContactId>,
     pub operator_id: u64,
     pub group_id: u64,
     #[validate(length(min = 1, max = 128))]
@@ -103,7 +103,7 @@ pub struct DealPatch {
     pub status: Option<DealStatus>,
     #[validate(nested)]
     pub contact: Option<DealContactInput>,
-    pub contact_id: Option<u64>,
+    pub contact_id: Option<ContactId>,
     pub operator_id: Option<u64>,
     pub group_id: Option<u64>,
     #[validate(length(min = 1, max = 128))]
@@ -162,7 +162,7 @@ pub struct DealPatch {
 async fn contact_of(
     store: &dyn Store,
     ws: WorkspaceId,
-    contact_id: Option<u64>,
+    contact_id: Option<ContactId>,
     contact: Option<&DealContactInput>,
 ) -> ApiResult<Option<DealContact>> {
     let id = match (contact_id, contact.map(|c| c.id)) {
@@ -175,7 +175,7 @@ async fn contact_of(
         (Some(id), _) | (None, Some(id)) => id,
         (None, None) => return Ok(None),
     };
-    let contact: Option<Contact> = record::get(store, &keys::contact(ws, id), true).await?;
+    let contact: Option<Contact> = record::get(store, &keys::contact(ws, id.0), true).await?;
     contact
         .map(|c| Some(DealContact::from(&c)))
         .ok_or_else(|| ApiError::not_found("contact"))

@@ -13,8 +13,8 @@ use super::query::{DealQuery, PeriodMetric, SortBy};
 use super::record::{Deal, DealStatus};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
-use crate::ids::WorkspaceId;
 use crate::ids::{self, Timestamp};
+use crate::ids::{ContactId, WorkspaceId};
 use crate::keys;
 use crate::page::{ListPage, MAX_WINDOW, Paging, counted_page, read_up_to};
 use crate::period::Window;
@@ -31,7 +31,7 @@ pub(super) struct Filters {
     products: Vec<String>,
     status: Option<DealStatus>,
     pipeline: Option<String>,
-    contact: Option<u64>,
+    contact: Option<ContactId>,
     created: Window,
     won_lost: Window,
     updated: Window,
@@ -98,7 +98,7 @@ impl Filters {
             products: q.product_ids.clone(),
             status: q.status,
             pipeline: q.pipeline_id.clone(),
-            contact: q.contact_id,
+            contact: q.contact_id.map(ContactId),
             created,
             won_lost,
             updated,
@@ -155,19 +155,19 @@ impl Filters {
         let any = |wanted: &[String], have: &[String]| {
             wanted.is_empty() || wanted.iter().any(|w| have.contains(w))
         };
-        (self.operators.is_empty() || self.operators.contains(&d.o))
-            && (self.groups.is_empty() || self.groups.contains(&d.g))
-            && (self.tags.is_empty() || self.tags.iter().any(|t| d.t.contains(t)))
-            && (self.stages.is_empty() || self.stages.contains(&d.st))
-            && any(&self.products, &d.pr)
-            && self.status.is_none_or(|s| d.s == s)
-            && self.pipeline.as_ref().is_none_or(|p| &d.p == p)
-            && self.contact.is_none_or(|c| d.c == c)
+        (self.operators.is_empty() || self.operators.contains(&d.operator_id))
+            && (self.groups.is_empty() || self.groups.contains(&d.group_id))
+            && (self.tags.is_empty() || self.tags.iter().any(|t| d.tag_ids.contains(t)))
+            && (self.stages.is_empty() || self.stages.contains(&d.stage_id))
+            && any(&self.products, &d.product_ids)
+            && self.status.is_none_or(|s| d.status == s)
+            && self.pipeline.as_ref().is_none_or(|p| &d.pipeline_id == p)
+            && self.contact.is_none_or(|c| d.contact_id == c)
             && self
                 .created
                 .holds(Some(ids::id_time(d.id).timestamp_millis()))
-            && self.won_lost.holds(d.w)
-            && self.updated.holds(Some(d.u))
+            && self.won_lost.holds(d.won_lost_ms)
+            && self.updated.holds(Some(d.updated_ms))
     }
 }
 
@@ -184,14 +184,16 @@ fn descending(sort: Option<&str>) -> ApiResult<bool> {
 fn sort_digests(digests: &mut [Digest], sort_by: SortBy, descending: bool) {
     match sort_by {
         SortBy::CreatedAt => digests.sort_by_key(|d| d.id),
-        SortBy::UpdatedAt => digests.sort_by_key(|d| (d.u, d.id)),
-        SortBy::Value => digests.sort_by(|a, b| a.v.total_cmp(&b.v).then(a.id.cmp(&b.id))),
-        SortBy::Name => digests.sort_by(|a, b| a.n.cmp(&b.n).then(a.id.cmp(&b.id))),
-        SortBy::WonLostDate => digests.sort_by_key(|d| (d.w, d.id)),
+        SortBy::UpdatedAt => digests.sort_by_key(|d| (d.updated_ms, d.id)),
+        SortBy::Value => digests.sort_by(|a, b| a.value.total_cmp(&b.value).then(a.id.cmp(&b.id))),
+        SortBy::Name => {
+            digests.sort_by(|a, b| a.folded_name.cmp(&b.folded_name).then(a.id.cmp(&b.id)))
+        }
+        SortBy::WonLostDate => digests.sort_by_key(|d| (d.won_lost_ms, d.id)),
         SortBy::Position => digests.sort_by(|a, b| {
-            a.pos
+            a.position
                 .unwrap_or(f64::MAX)
-                .total_cmp(&b.pos.unwrap_or(f64::MAX))
+                .total_cmp(&b.position.unwrap_or(f64::MAX))
                 .then(a.id.cmp(&b.id))
         }),
     }
@@ -272,19 +274,19 @@ mod tests {
     fn digest(id: u64, status: DealStatus, operator: u64, tags: &[u64]) -> Digest {
         Digest {
             id,
-            s: status,
-            o: operator,
-            g: 1,
-            p: "sales".into(),
-            st: "lead".into(),
-            t: tags.to_vec(),
-            pr: Vec::new(),
-            c: 9,
-            v: 10.0,
-            n: "deal".into(),
-            w: None,
-            u: 0,
-            pos: None,
+            status,
+            operator_id: operator,
+            group_id: 1,
+            pipeline_id: "sales".into(),
+            stage_id: "lead".into(),
+            tag_ids: tags.to_vec(),
+            product_ids: Vec::new(),
+            contact_id: ContactId(9),
+            value: 10.0,
+            folded_name: "deal".into(),
+            won_lost_ms: None,
+            updated_ms: 0,
+            position: None,
         }
     }
 

@@ -7,8 +7,8 @@ use serde_json::{Map, Value};
 use validator::Validate;
 
 use crate::domain::contacts::Contact;
-use crate::ids::WorkspaceId;
 use crate::ids::{self, Timestamp};
+use crate::ids::{ContactId, WorkspaceId};
 use crate::keys;
 use crate::record::{Record, Stamps};
 use crate::store::Key;
@@ -46,7 +46,7 @@ pub enum AuthorType {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DealContact {
-    pub id: u64,
+    pub id: ContactId,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -64,7 +64,7 @@ pub struct DealContact {
 impl From<&Contact> for DealContact {
     fn from(c: &Contact) -> Self {
         Self {
-            id: c.id,
+            id: ContactId(c.id),
             name: c.fields.name.clone(),
             avatar: c.fields.avatar.clone(),
             phone: c.fields.phone.clone(),
@@ -80,7 +80,7 @@ impl From<&Contact> for DealContact {
 #[derive(Debug, Clone, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct DealContactInput {
-    pub id: u64,
+    pub id: ContactId,
     pub name: Option<String>,
     pub avatar: Option<String>,
     pub phone: Option<String>,

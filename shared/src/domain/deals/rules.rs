@@ -107,7 +107,7 @@ mod tests {
             value: 10.0,
             status,
             contact: DealContact {
-                id: 1,
+                id: crate::ids::ContactId(1),
                 name: None,
                 avatar: None,
                 phone: None,
