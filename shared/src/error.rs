@@ -296,13 +296,20 @@ fn describe(e: &validator::ValidationError) -> String {
     }
     let param = |n: &str| e.params.get(n).map(|v| v.to_string());
     match e.code.as_ref() {
-        "length" => match (param("min"), param("max")) {
-            (Some(min), Some(max)) => format!("must be between {min} and {max} characters"),
-            (Some(min), None) if min == "1" => "must not be empty".to_owned(),
-            (Some(min), None) => format!("must be at least {min} characters"),
-            (None, Some(max)) => format!("must be at most {max} characters"),
-            _ => "has the wrong length".to_owned(),
-        },
+        "length" => {
+            // A list's length is counted in items, a text's in characters.
+            let unit = match e.params.get("value") {
+                Some(serde_json::Value::Array(_)) => "items",
+                _ => "characters",
+            };
+            match (param("min"), param("max")) {
+                (Some(min), Some(max)) => format!("must be between {min} and {max} {unit}"),
+                (Some(min), None) if min == "1" => "must not be empty".to_owned(),
+                (Some(min), None) => format!("must be at least {min} {unit}"),
+                (None, Some(max)) => format!("must be at most {max} {unit}"),
+                _ => "has the wrong length".to_owned(),
+            }
+        }
         "range" => match (param("min"), param("max")) {
             (Some(min), Some(max)) => format!("must be between {min} and {max}"),
             (Some(min), None) => format!("must be at least {min}"),

@@ -317,10 +317,12 @@ impl schemars::JsonSchema for ClientTime {
         "ClientTime".into()
     }
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        // One type and format, which generators map to their date-time
+        // type; the date alone is said in words.
         schemars::json_schema!({
             "type": "string",
-            "description": "An RFC 3339 date-time, or a date (midnight UTC).",
-            "anyOf": [{ "format": "date-time" }, { "format": "date" }],
+            "format": "date-time",
+            "description": "An RFC 3339 date-time (a date alone is taken as its midnight UTC).",
         })
     }
 }

@@ -15,15 +15,20 @@ use serde::Deserialize;
 use crate::error::{ApiError, ApiResult};
 use crate::ids::Timestamp;
 
-/// The `date` presets of the deal list.
+/// The `date` presets of the deal list, as the spec spells them (the
+/// earlier spellings `last3_months`, `last6_months`, `last12_months` are
+/// taken too).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DatePreset {
     All,
     CurrentMonth,
     LastMonth,
+    #[serde(rename = "last_3_months", alias = "last3_months")]
     Last3Months,
+    #[serde(rename = "last_6_months", alias = "last6_months")]
     Last6Months,
+    #[serde(rename = "last_12_months", alias = "last12_months")]
     Last12Months,
 }
 

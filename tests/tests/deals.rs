@@ -77,7 +77,8 @@ api_test! {
         app.post("/v3/deals", body(contact, json!({ "workspaceId": 2 }))).await.expect_field_error("workspaceId");
         app.post("/v3/deals", body(contact, json!({ "timeInStage": {} }))).await.expect_field_error("timeInStage");
         app.post("/v3/deals", body(contact, json!({ "contactId": 99 }))).await.expect_error(404);
-        app.post("/v3/deals", body(contact, json!({ "tagIds": (0..21).collect::<Vec<u64>>() }))).await.expect_field_error("tagIds");
+        let too_many = app.post("/v3/deals", body(contact, json!({ "tagIds": (0..21).collect::<Vec<u64>>() }))).await.expect_field_error("tagIds");
+        assert_eq!(too_many["details"][0]["problem"], "must be at most 20 items", "a list's limit is in items");
         assert_eq!(app.get(&format!("/v3/deals?{OWNER}")).await.expect(200)["totalCount"], 0);
     }
 }
@@ -344,5 +345,15 @@ api_test! {
         app.patch("/v3/products/5", json!({ "stock": 3 })).await.expect_field_error("stock");
         app.patch("/v3/products/6", json!({ "price": 1 })).await.expect_error(404);
         app.get("/v3/products/abc").await.expect_field_error("id");
+    }
+}
+
+api_test! {
+    /// The `date` presets as the spec spells them, and the earlier spellings.
+    async fn takes_the_specs_date_presets(app) {
+        for date in ["all", "current_month", "last_month", "last_3_months", "last_6_months", "last_12_months", "last3_months", "last12_months"] {
+            app.get(&format!("/v3/deals?{OWNER}&date={date}")).await.expect(200);
+        }
+        app.get(&format!("/v3/deals?{OWNER}&date=last_2_months")).await.expect_field_error("date");
     }
 }

@@ -18,14 +18,14 @@ use tower::ServiceExt;
 
 /// The one success response of a type, for the document.
 macro_rules! described {
-    ($type:ty, $description:literal, $media:literal, $schema:tt) => {
+    ($type:ty, $description:literal, [$($media:literal),+], $schema:tt) => {
         impl OperationOutput for $type {
             type Inner = ();
             fn inferred_responses(
                 _: &mut GenContext,
                 _: &mut Operation,
             ) -> Vec<(Option<DocStatus>, DocResponse)> {
-                vec![ok($description, $media, serde_json::json!($schema))]
+                vec![ok($description, &[$($media),+], serde_json::json!($schema))]
             }
         }
     };
@@ -134,7 +134,7 @@ impl IntoResponse for JsonText {
 described!(
     JsonText,
     "The OpenAPI document",
-    "application/json",
+    ["application/json"],
     { "type": "object" }
 );
 
@@ -150,13 +150,13 @@ impl IntoResponse for Asset {
 described!(
     Asset,
     "The file (JavaScript, CSS, a source map or HTML)",
-    "*/*",
-    {}
+    ["text/javascript", "text/css", "application/json", "text/html"],
+    { "type": "string" }
 );
 
 fn ok(
     description: &str,
-    media: &str,
+    media: &[&str],
     schema: serde_json::Value,
 ) -> (Option<DocStatus>, DocResponse) {
     let media_type: MediaType =
@@ -165,7 +165,10 @@ fn ok(
         Some(DocStatus::Code(200)),
         DocResponse {
             description: description.to_owned(),
-            content: [(media.to_owned(), media_type)].into(),
+            content: media
+                .iter()
+                .map(|m| ((*m).to_owned(), media_type.clone()))
+                .collect(),
             ..Default::default()
         },
     )

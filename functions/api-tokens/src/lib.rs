@@ -3,7 +3,7 @@
 use axum::Json;
 use axum::extract::State;
 use shared::auth::Caller;
-use shared::domain::tokens::{self, CreateToken, TokenView};
+use shared::domain::tokens::{self, CreateToken, IssuedToken, TokenView};
 use shared::http::{AppState, Body, Created, Group, Params, PathKey, Reply, created};
 use shared::page::{ListPage, OffsetQuery};
 
@@ -21,7 +21,7 @@ async fn create(
     State(s): State<AppState>,
     caller: Caller,
     Body(input): Body<CreateToken>,
-) -> Result<Created<TokenView>, shared::ApiError> {
+) -> Result<Created<IssuedToken>, shared::ApiError> {
     let issued = tokens::create(s.store.as_ref(), &caller, input).await?;
     Ok(created(issued.view()))
 }

@@ -62,8 +62,7 @@ impl Record for ApiToken {
     }
 }
 
-/// A token as the API shows it: everything but the hash. `token` (the secret)
-/// is present only in the response that created it.
+/// A token as the API shows it: everything but the hash and the secret.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TokenView {
@@ -82,8 +81,15 @@ pub struct TokenView {
     pub expires_at: Option<Timestamp>,
     #[serde(flatten)]
     pub stamps: Stamps,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub token: Option<String>,
+}
+
+/// A token just created: as the API shows it, and its secret, shown this
+/// once (`Authorization: Bearer <token>`).
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct IssuedToken {
+    #[serde(flatten)]
+    pub view: TokenView,
+    pub token: String,
 }
 
 impl From<ApiToken> for TokenView {
@@ -97,7 +103,6 @@ impl From<ApiToken> for TokenView {
             created_by: t.created_by,
             expires_at: t.expires_at,
             stamps: t.stamps,
-            token: None,
         }
     }
 }
@@ -126,10 +131,10 @@ pub struct Issued {
 }
 
 impl Issued {
-    pub fn view(self) -> TokenView {
-        TokenView {
-            token: Some(self.secret.clone()),
-            ..TokenView::from(self.token)
+    pub fn view(self) -> IssuedToken {
+        IssuedToken {
+            view: TokenView::from(self.token),
+            token: self.secret,
         }
     }
 }

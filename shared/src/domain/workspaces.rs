@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use validator::Validate;
 
 use crate::auth::{Caller, Scope, TOKEN_PREFIX, hash_token};
-use crate::domain::tokens::{self, TokenView};
+use crate::domain::tokens::{self, IssuedToken};
 use crate::error::{ApiError, ApiResult};
 use crate::ids::{self, Timestamp, WorkspaceId};
 use crate::keys;
@@ -106,7 +106,7 @@ pub struct CreateWorkspace {
 #[serde(rename_all = "camelCase")]
 pub struct CreatedWorkspace {
     pub workspace: WorkspaceView,
-    pub token: TokenView,
+    pub token: IssuedToken,
 }
 
 pub async fn info(store: &dyn Store, caller: &Caller) -> ApiResult<Workspace> {

@@ -93,6 +93,7 @@ pub fn document(groups: &[Group]) -> Value {
                 for parameter in parameters.into_iter().flatten() {
                     strip_null(&mut parameter["schema"]);
                 }
+                super::clients::declare_headers(&mut operation, &route.method);
                 item[route.method.as_str().to_ascii_lowercase()] = operation;
             }
         }
@@ -122,6 +123,7 @@ pub fn document(groups: &[Group]) -> Value {
         },
     });
     super::links::add_links(&mut document);
+    super::clients::apply(&mut document);
     document
 }
 
@@ -354,7 +356,9 @@ impl<T: JsonSchema + GroupedQuery> OperationInput for Grouped<T> {
                 "name": group,
                 "style": "deepObject",
                 "explode": true,
-                "schema": schema,
+                // Any of the parameters, none required: the spec does not say
+                // which sit in which grouping.
+                "schema": { "type": "object", "additionalProperties": true },
                 "description": format!(
                     "The same parameters grouped: `{group}[status]=won`, \
                      `{group}[stageId][]=a`, or as JSON: `{group}={{\"status\":\"won\"}}`. \

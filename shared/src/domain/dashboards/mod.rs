@@ -22,6 +22,7 @@ use crate::record::{self, Mutation, Record, Stamps, with_fresh_id};
 use crate::store::{Index, Key, Query, SkRange, Store};
 
 mod compute;
+mod schema;
 
 pub use compute::{KIND, METRICS, process};
 
@@ -43,6 +44,7 @@ pub struct Widget {
     /// `compute.rs`). A widget without one shows nothing in a snapshot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[validate(custom(function = "compute::known_metric"))]
+    #[schemars(with = "Option<schema::MetricName>")]
     pub metric: Option<String>,
 }
 
@@ -133,6 +135,7 @@ pub struct Snapshot {
     pub id: String,
     pub workspace_id: WorkspaceId,
     pub dashboard_id: String,
+    #[schemars(with = "schema::SnapshotData")]
     pub data: Map<String, Value>,
     pub author_id: u64,
     pub author_name: String,
@@ -154,6 +157,7 @@ pub struct Snapshot {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<schema::SnapshotStatus>")]
     pub status: Option<Map<String, Value>>,
     /// The window its metrics cover (an extension).
     #[schemars(with = "Option<crate::ids::Timestamp>")]

@@ -43,8 +43,14 @@ pub struct DealQuery {
     /// Records to skip; `offset + limit` is at most 10,000 (narrow with filters beyond).
     #[schemars(range(max = 9999), extend("default" = 0))]
     pub offset: Option<u64>,
+    /// Required (the spec's), flat or inside a grouping.
+    #[schemars(required)]
     pub role_id: Option<u64>,
+    /// Required (the spec's), flat or inside a grouping.
+    #[schemars(required)]
     pub is_owner: Option<bool>,
+    /// Required (the spec's), flat or inside a grouping.
+    #[schemars(required)]
     pub user_id: Option<u64>,
     #[serde(default)]
     pub stage_id: Vec<String>,

@@ -70,6 +70,7 @@ pub struct SessionQuery {
     /// JSON: `[{"type":"transferred","groupId":"sales"}]` (or its elements
     /// inside `filters`).
     #[serde(default)]
+    #[schemars(with = "Vec<String>")]
     pub trails: Vec<Value>,
     pub is_finished: Option<bool>,
     pub waiting: Option<bool>,
