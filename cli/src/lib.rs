@@ -17,6 +17,7 @@ pub fn groups() -> Vec<Group> {
         api_tokens::group(),
         workspaces::group(),
         audit::group(),
+        events::group(),
         reports::group(),
         campaigns::group(),
         api_docs::group(),

@@ -9,6 +9,7 @@ use shared::domain::contacts::{
     self, ContactInput, ContactInputV1, ContactListItem, ContactQuery, ContactV1, ContactV3,
     Creation, V1Query, WindowQuery,
 };
+use shared::domain::events::{EventPage, HistoryQuery};
 use shared::domain::imports::{self, ImportJobView, ImportRequest};
 use shared::http::{
     AppState, Body, Created, Group, Params, PathId, PathKey, ReadBackRoute, Reply, created,
@@ -40,6 +41,9 @@ pub fn group() -> Group {
         .extension()
         .get("/v3/contacts/{id}", get)
         .summary("Read a contact")
+        .get("/v3/contacts/{id}/history", history)
+        .summary("Read a contact's events, oldest first")
+        .extension()
         .patch("/v3/contacts/{id}", update)
         .summary("Update a contact")
         .get("/v1/contacts", list_v1)
@@ -93,6 +97,17 @@ async fn find_or_create(
     let (contact, was_created) = contacts::find_or_create(s.store.as_ref(), &caller, input).await?;
     let was_created = if was_created { "true" } else { "false" };
     Ok(created(ContactV3::from(contact)).with_header("x-contact-created", was_created))
+}
+
+async fn history(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathId(id): PathId,
+    Params(q): Params<HistoryQuery>,
+) -> Reply<EventPage> {
+    Ok(Json(
+        contacts::history(s.store.as_ref(), &caller, id, q).await?,
+    ))
 }
 
 async fn get(State(s): State<AppState>, caller: Caller, PathId(id): PathId) -> Reply<ContactV3> {

@@ -5,7 +5,10 @@ use axum::extract::State;
 use shared::ApiError;
 use shared::auth::Caller;
 use shared::domain::deals::{self, DealCreate, DealPatch, DealQuery, DealView};
-use shared::http::{AppState, Body, Created, Group, Grouped, PathId, PathKey, Reply, created};
+use shared::domain::events::{EventPage, HistoryQuery};
+use shared::http::{
+    AppState, Body, Created, Group, Grouped, Params, PathId, PathKey, Reply, created,
+};
 use shared::page::ListPage;
 
 pub fn group() -> Group {
@@ -17,6 +20,9 @@ pub fn group() -> Group {
         .summary("Create a deal")
         .get("/v3/deals/{id}", get)
         .summary("Read a deal")
+        .get("/v3/deals/{id}/history", history)
+        .summary("Read a deal's events, oldest first")
+        .extension()
         .patch("/v3/deals/{id}", update)
         .summary("Update a deal")
 }
@@ -41,6 +47,17 @@ async fn create(
     Ok(created(DealView::from(
         deals::create(s.store.as_ref(), &caller, input).await?,
     )))
+}
+
+async fn history(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathId(id): PathId,
+    Params(q): Params<HistoryQuery>,
+) -> Reply<EventPage> {
+    Ok(Json(
+        deals::history(s.store.as_ref(), &caller, id, q).await?,
+    ))
 }
 
 async fn get(State(s): State<AppState>, caller: Caller, PathId(id): PathId) -> Reply<DealView> {

@@ -34,7 +34,7 @@ export const FUNCTIONS: FunctionSpec[] = [
     binary: 'job-worker', description: 'Runs background jobs such as contact imports (SQS)',
     actions: [...READ, ...BATCH, ...WRITE], timeout: 60, worker: true,
   },
-  { binary: 'deals', description: '/v3/deals', actions: [...READ, ...BATCH, ...WRITE] },
+  { binary: 'deals', description: '/v3/deals', actions: [...READ, ...BATCH, ...WRITE], index: true },
   { binary: 'products', description: '/v3/products', actions: [...READ, ...WRITE] },
   { binary: 'custom-fields', description: '/v3/custom-fields and /v1/custom-fields (reads only)', actions: READ },
   { binary: 'business-hours', description: '/v3/business-hours (reads only)', actions: READ },
@@ -55,4 +55,5 @@ export const FUNCTIONS: FunctionSpec[] = [
   { binary: 'campaigns', description: '/v3/campaigns (the list, drafts, lifecycle, results)', actions: [...READ, ...BATCH, ...WRITE] },
   { binary: 'reports', description: '/v3/reports/sessions (the report, and sessions coming in)', actions: [...READ, ...BATCH, ...WRITE] },
   { binary: 'audit', description: '/v3/audit (reads only)', actions: [...READ, ...BATCH], index: true },
+  { binary: 'events', description: '/v3/events (reads only)', actions: READ },
 ];

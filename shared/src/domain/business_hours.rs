@@ -96,6 +96,11 @@ impl catalog::Catalog for BusinessHour {
 }
 
 impl Record for BusinessHour {
+    const EVENTS: Option<&'static str> = Some("businessHour");
+
+    fn event_object(&self) -> serde_json::Value {
+        crate::record::as_event_object(BusinessHourView::from(self.clone()))
+    }
     const TYPE: &'static str = "BusinessHour";
     fn key(&self) -> Key {
         keys::business_hour(self.workspace_id, self.id)

@@ -35,6 +35,11 @@ pub struct ChurnReason {
 }
 
 impl Record for ChurnReason {
+    const EVENTS: Option<&'static str> = Some("churnReason");
+
+    fn event_object(&self) -> serde_json::Value {
+        crate::record::as_event_object(ChurnReasonView::from(self.clone()))
+    }
     const TYPE: &'static str = "ChurnReason";
     fn key(&self) -> Key {
         keys::churn_reason(&self.folded)
@@ -206,7 +211,7 @@ pub async fn remove(
     let key = keys::churn_reason(&fold(&reason));
     let stored: ChurnReason = record::find(store, &key, true, "churn reason").await?;
     let mut m = Mutation::new(caller);
-    m.delete(key, "churn reason");
+    m.delete_record(&stored, "churn reason");
     m.commit(store, "churnReason.remove", "churnReason", &stored.folded)
         .await?;
     Ok(stored.into())

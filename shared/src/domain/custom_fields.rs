@@ -124,6 +124,11 @@ impl catalog::Catalog for CustomField {
 }
 
 impl Record for CustomField {
+    const EVENTS: Option<&'static str> = Some("customField");
+
+    fn event_object(&self) -> serde_json::Value {
+        crate::record::as_event_object(CustomFieldView::from(self.clone()))
+    }
     const TYPE: &'static str = "CustomField";
     fn key(&self) -> Key {
         keys::custom_field(self.workspace_id, self.id)

@@ -155,3 +155,8 @@ fn campaigns_and_their_digests_keep_their_shape() {
         "{items:?}"
     );
 }
+
+#[test]
+fn events_keep_their_shape() {
+    round_trip::<crate::record::StoredEvent>("Event");
+}

@@ -11,6 +11,7 @@ pub mod contacts;
 pub mod custom_fields;
 pub mod dashboards;
 pub mod deals;
+pub mod events;
 pub mod imports;
 pub mod jobs;
 pub mod products;

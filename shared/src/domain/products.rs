@@ -48,6 +48,11 @@ impl catalog::Catalog for Product {
 }
 
 impl Record for Product {
+    const EVENTS: Option<&'static str> = Some("product");
+
+    fn event_object(&self) -> serde_json::Value {
+        crate::record::as_event_object(ProductView::from(self.clone()))
+    }
     const TYPE: &'static str = "Product";
     fn key(&self) -> Key {
         keys::product(self.workspace_id, self.id)

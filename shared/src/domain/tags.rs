@@ -44,6 +44,11 @@ pub struct Tag {
 crate::versioned!(Tag);
 
 impl Record for Tag {
+    const EVENTS: Option<&'static str> = Some("tag");
+
+    fn event_object(&self) -> serde_json::Value {
+        crate::record::as_event_object(TagV3::from(self.clone()))
+    }
     const TYPE: &'static str = "Tag";
     fn key(&self) -> Key {
         keys::tag(self.workspace_id, self.id)
@@ -357,7 +362,7 @@ pub async fn update(
 pub async fn delete(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<Tag> {
     let tag = find(store, caller, id, true).await?;
     let mut m = Mutation::new(caller);
-    m.delete(tag.key(), "tag")
+    m.delete_record(&tag, "tag")
         .remove(keys::tag_name(
             caller.workspace_id,
             &normalize_name(&tag.name),

@@ -56,6 +56,11 @@ pub struct ApiToken {
 }
 
 impl Record for ApiToken {
+    const EVENTS: Option<&'static str> = Some("apiToken");
+
+    fn event_object(&self) -> serde_json::Value {
+        crate::record::as_event_object(TokenView::from(self.clone()))
+    }
     const TYPE: &'static str = "ApiToken";
     fn key(&self) -> Key {
         keys::token(self.workspace_id, &self.id)
@@ -239,7 +244,7 @@ pub async fn revoke(store: &dyn Store, caller: &Caller, id: &str) -> ApiResult<T
         ));
     }
     let mut m = Mutation::new(caller);
-    m.delete(token.key(), "API token")
+    m.delete_record(&token, "API token")
         .remove(keys::token_secret(&token.sha256))
         .count_list(&keys::counter(caller.workspace_id, LIST), -1);
     m.commit(store, "apiToken.revoke", "apiToken", id).await?;

@@ -63,6 +63,7 @@ pub struct WelcomeMessage {
 }
 
 impl Record for WelcomeMessage {
+    const EVENTS: Option<&'static str> = Some("welcomeMessage");
     const TYPE: &'static str = "WelcomeMessage";
     fn key(&self) -> Key {
         keys::welcome_message(self.workspace_id, &self.id)

@@ -49,6 +49,11 @@ pub struct Workspace {
 crate::versioned!(Workspace);
 
 impl Record for Workspace {
+    const EVENTS: Option<&'static str> = Some("workspace");
+
+    fn event_object(&self) -> serde_json::Value {
+        crate::record::as_event_object(WorkspaceView::from(self.clone()))
+    }
     const TYPE: &'static str = "Workspace";
     fn key(&self) -> Key {
         keys::workspace(self.id)

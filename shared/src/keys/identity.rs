@@ -52,3 +52,18 @@ pub fn audit_index_partitions() -> Vec<String> {
 pub fn idempotency(ws: WorkspaceId, key_sha256: &str) -> Key {
     Key::new(collection(ws, "IDEMPOTENCY"), key_sha256)
 }
+
+/// A workspace's event, under its cursor (a ULID: events sort as they happened).
+pub fn event(workspace_id: WorkspaceId, cursor: &str) -> Key {
+    Key::new(events(workspace_id), cursor)
+}
+
+/// A workspace's event log, oldest first.
+pub fn events(workspace_id: WorkspaceId) -> String {
+    collection(workspace_id, "EVENT")
+}
+
+/// One record's events (gsi1): `contact` 42's history.
+pub fn history(workspace_id: WorkspaceId, resource: &str, id: &str) -> String {
+    collection(workspace_id, &format!("HISTORY#{resource}#{id}"))
+}

@@ -10,10 +10,12 @@
 //! entry is its own, since every mutation writes one.
 
 mod audit;
+pub mod event;
 pub mod guard;
 mod mutation;
 
 pub use audit::{AUDIT_LIST, AuditEntry};
+pub use event::{Event, EventData, StoredEvent};
 pub use mutation::{CommitError, Mutation, upsert, with_fresh_id};
 
 use serde::Serialize;
@@ -33,6 +35,38 @@ pub trait Record: Serialize + DeserializeOwned + Clone + Send + Sync + 'static {
     /// Secondary-index attributes, when the record is reachable through an index.
     fn index_keys(&self) -> Vec<(&'static str, String)> {
         Vec::new()
+    }
+
+    /// The record's name in the event log (`contact`, `deal`...): `None`,
+    /// the default, for records whose changes are no events (index items,
+    /// sentinels, secrets, a job's chunks). See [`event`].
+    const EVENTS: Option<&'static str> = None;
+
+    /// As its events show it: its view in the API.
+    fn event_object(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// Its id as the API names it (the view's `id`).
+    fn event_id(&self) -> String {
+        match self.event_object().get("id") {
+            Some(Value::String(id)) => id.clone(),
+            Some(Value::Number(id)) => id.to_string(),
+            _ => self.key().sk,
+        }
+    }
+
+    /// The verb of a change into this state: from `before` (when read), a
+    /// creation or not. `created` or `updated` unless the record says more
+    /// (`deal.won`, `import.completed`).
+    fn event_verb(&self, before: Option<&Self>, created: bool) -> &'static str {
+        let _ = before;
+        if created { "created" } else { "updated" }
+    }
+
+    /// Its version, for a receiver to order its events by.
+    fn event_version(&self) -> Option<u64> {
+        serde_json::to_value(self).ok()?.get("version")?.as_u64()
     }
 }
 
@@ -56,6 +90,11 @@ pub fn to_item<R: Record>(record: &R) -> ApiResult<Item> {
 pub fn from_item<R: Record>(item: Item) -> ApiResult<R> {
     serde_json::from_value(Value::Object(item))
         .map_err(|e| ApiError::internal(format!("stored {} does not read back: {e}", R::TYPE)))
+}
+
+/// A record's view as its events show it ([`Record::event_object`]).
+pub fn as_event_object(view: impl Serialize) -> Value {
+    serde_json::to_value(view).unwrap_or(Value::Null)
 }
 
 /// One record by key: one GetItem.

@@ -1,6 +1,7 @@
 //! The writes of one change, committed atomically with its audit entry.
 
 use super::audit::{AUDIT_LIST, AuditEntry};
+use super::event::Change;
 use super::{CLAIMED_BY, COUNT, Record, Versioned, get, to_item};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
@@ -50,10 +51,13 @@ enum OnFailure {
     Error(ApiError),
 }
 
-/// The writes of one change, committed atomically together with its audit entry.
+/// The writes of one change, committed atomically together with its audit
+/// entry and the events of the records it changes ([`super::event`]).
 pub struct Mutation<'a> {
     caller: &'a Caller,
     writes: Vec<(Write, Option<OnFailure>)>,
+    /// The records created, changed or deleted: one event each at commit.
+    changes: Vec<Change>,
     /// The positions of the sentinels of [`Mutation::claim`], whose claimant
     /// is written at commit (only those: a record may carry any attribute).
     claims: Vec<usize>,
@@ -76,12 +80,14 @@ impl<'a> Mutation<'a> {
         Self {
             caller,
             writes: Vec::new(),
+            changes: Vec::new(),
             claims: Vec::new(),
         }
     }
 
     /// Puts a new record; its id must not be taken.
     pub fn create<R: Record>(&mut self, record: &R) -> ApiResult<&mut Self> {
+        self.changes.extend(Change::of(None, record, true));
         let item = to_item(record)?;
         self.writes.push((
             Write::Put {
@@ -95,6 +101,12 @@ impl<'a> Mutation<'a> {
 
     /// Replaces a record read at `version`; a concurrent change in between is a 409.
     pub fn replace<R: Record>(&mut self, record: &R, version: u64) -> ApiResult<&mut Self> {
+        self.changes.extend(Change::of(None, record, false));
+        self.replace_quietly(record, version)
+    }
+
+    /// [`Mutation::replace`], its event left to the caller.
+    fn replace_quietly<R: Record>(&mut self, record: &R, version: u64) -> ApiResult<&mut Self> {
         let item = to_item(record)?;
         self.writes.push((
             Write::Put {
@@ -117,11 +129,20 @@ impl<'a> Mutation<'a> {
         }
         next.stamps_mut().touch();
         next.set_version(current.version() + 1);
-        self.replace(next, current.version())?;
+        self.changes.extend(Change::of(Some(current), next, false));
+        self.replace_quietly(next, current.version())?;
         Ok(true)
     }
 
-    /// Deletes a record that must still exist (a concurrent delete makes this a 404).
+    /// Deletes `record`, which must still exist (a concurrent delete makes
+    /// this a 404), with its event.
+    pub fn delete_record<R: Record>(&mut self, record: &R, what: &str) -> &mut Self {
+        self.changes.extend(Change::deleted(record));
+        self.delete(record.key(), what)
+    }
+
+    /// Deletes a record that must still exist (a concurrent delete makes this
+    /// a 404); no event (see [`Mutation::delete_record`]).
     pub fn delete(&mut self, key: Key, what: &str) -> &mut Self {
         self.writes.push((
             Write::Delete {
@@ -238,6 +259,16 @@ impl<'a> Mutation<'a> {
             1,
         );
         self.count_list(keys::audit_counter(), 1);
+        for change in std::mem::take(&mut self.changes) {
+            let event = change.into_event(self.caller, token_id);
+            self.writes.push((
+                Write::Put {
+                    item: to_item(&event)?,
+                    condition: Some(Condition::NotExists),
+                },
+                None,
+            ));
+        }
 
         // A move that came to nothing is no write.
         self.writes

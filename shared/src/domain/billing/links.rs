@@ -68,6 +68,11 @@ pub struct CheckoutLink {
 crate::versioned!(CheckoutLink);
 
 impl Record for CheckoutLink {
+    const EVENTS: Option<&'static str> = Some("checkoutLink");
+
+    fn event_object(&self) -> serde_json::Value {
+        crate::record::as_event_object(CheckoutLinkView::from(self.clone()))
+    }
     const TYPE: &'static str = "CheckoutLink";
     fn key(&self) -> Key {
         keys::checkout_link(self.workspace_id, &self.code)

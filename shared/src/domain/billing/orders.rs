@@ -34,6 +34,11 @@ pub struct Order {
 }
 
 impl Record for Order {
+    const EVENTS: Option<&'static str> = Some("order");
+
+    fn event_object(&self) -> serde_json::Value {
+        crate::record::as_event_object(OrderView::from(self.clone()))
+    }
     const TYPE: &'static str = "Order";
     fn key(&self) -> Key {
         keys::order(self.workspace_id, self.id)

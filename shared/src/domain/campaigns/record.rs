@@ -174,6 +174,24 @@ pub struct Campaign {
 crate::versioned!(Campaign);
 
 impl Record for Campaign {
+    const EVENTS: Option<&'static str> = Some("campaign");
+
+    /// A move of the lifecycle is named for where it goes: `campaign.started`.
+    fn event_verb(&self, before: Option<&Self>, created: bool) -> &'static str {
+        if created {
+            return "created";
+        }
+        match (before.map(|b| b.status), self.status) {
+            (Some(was), now) if was == now => "updated",
+            (_, CampaignStatus::Draft) => "updated",
+            (_, CampaignStatus::Scheduled) => "scheduled",
+            (_, CampaignStatus::Running) => "started",
+            (_, CampaignStatus::Paused) => "paused",
+            (_, CampaignStatus::Finished) => "finished",
+            (_, CampaignStatus::Canceled) => "canceled",
+            (_, CampaignStatus::Failed) => "failed",
+        }
+    }
     const TYPE: &'static str = "Campaign";
     fn key(&self) -> Key {
         keys::campaign(self.workspace_id, self.id)

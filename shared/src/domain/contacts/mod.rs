@@ -32,7 +32,7 @@ pub use record::{Contact, ContactFields, CrmData, Referrals};
 pub use v1::{V1Query, list_v1};
 pub use view::{ContactListItem, ContactV1, ContactV3, list_items};
 pub use window::{MAX_WINDOW_HOURS, WindowQuery, list_window};
-pub use write::{Creation, by_phone, create, find_or_create, get, update};
+pub use write::{Creation, by_phone, create, find_or_create, get, history, update};
 pub(crate) use write::{add_contact, index_item_count};
 
 /// Counters behind `totalCount`.

@@ -141,6 +141,11 @@ pub struct Contact {
 crate::versioned!(Contact);
 
 impl Record for Contact {
+    const EVENTS: Option<&'static str> = Some("contact");
+
+    fn event_object(&self) -> serde_json::Value {
+        crate::record::as_event_object(crate::domain::contacts::ContactV3::from(self.clone()))
+    }
     const TYPE: &'static str = "Contact";
     fn key(&self) -> Key {
         keys::contact(self.workspace_id, self.id)

@@ -7,6 +7,7 @@ use super::input::{ContactInput, canonical_phone};
 use super::record::{Contact, ContactFields};
 use super::{LIST, NEW_LIST};
 use crate::auth::Caller;
+use crate::domain::events;
 use crate::error::{ApiError, ApiResult};
 use crate::keys;
 use crate::record::{self, CommitError, Mutation, Stamps, with_fresh_id};
@@ -249,4 +250,15 @@ pub async fn find_or_create(
         }
         Err(e) => Err(e),
     }
+}
+
+/// The contact's events, oldest first; 404 for another workspace's, as its GET.
+pub async fn history(
+    store: &dyn Store,
+    caller: &Caller,
+    id: u64,
+    q: events::HistoryQuery,
+) -> ApiResult<events::EventPage> {
+    let key = keys::contact(caller.workspace_id, id);
+    events::history::<Contact>(store, caller, &key, "contact", q).await
 }

@@ -70,6 +70,7 @@ pub struct Dashboard {
 crate::versioned!(Dashboard);
 
 impl Record for Dashboard {
+    const EVENTS: Option<&'static str> = Some("dashboard");
     const TYPE: &'static str = "Dashboard";
     fn key(&self) -> Key {
         keys::dashboard(self.workspace_id, self.id)
@@ -188,6 +189,7 @@ fn is_zero(n: &u64) -> bool {
 crate::versioned!(Snapshot);
 
 impl Record for Snapshot {
+    const EVENTS: Option<&'static str> = Some("snapshot");
     const TYPE: &'static str = "Snapshot";
     fn key(&self) -> Key {
         let dashboard: u64 = self.dashboard_id.parse().unwrap_or_default();

@@ -45,6 +45,6 @@ pub use record::{
     DealProduct, DealStatus, DiscountKind, DiscountType,
 };
 pub use view::DealView;
-pub use write::{create, get, update};
+pub use write::{create, get, history, update};
 
 pub const LIST: &str = "DEAL";

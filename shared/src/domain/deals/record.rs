@@ -256,6 +256,24 @@ pub struct Deal {
 crate::versioned!(Deal);
 
 impl Record for Deal {
+    const EVENTS: Option<&'static str> = Some("deal");
+
+    fn event_object(&self) -> serde_json::Value {
+        crate::record::as_event_object(super::view::DealView::from(self.clone()))
+    }
+
+    /// Won and lost are events of their own, and so is a reopening.
+    fn event_verb(&self, before: Option<&Self>, created: bool) -> &'static str {
+        match (created, before.map(|b| b.fields.status), self.fields.status) {
+            (true, ..) => "created",
+            (false, Some(was), now) if was != now => match now {
+                DealStatus::Won => "won",
+                DealStatus::Lost => "lost",
+                DealStatus::Open => "reopened",
+            },
+            _ => "updated",
+        }
+    }
     const TYPE: &'static str = "Deal";
     fn key(&self) -> Key {
         keys::deal(self.workspace_id, self.id)

@@ -7,6 +7,7 @@ use super::LIST;
 use super::input::{self, DealCreate, DealPatch};
 use super::record::{Deal, DealFields};
 use crate::auth::Caller;
+use crate::domain::events;
 use crate::domain::rollups;
 use crate::error::ApiResult;
 use crate::ids;
@@ -85,4 +86,15 @@ pub async fn update(
     m.commit(store, "deal.update", "deal", &id.to_string())
         .await?;
     Ok(deal)
+}
+
+/// The deal's events, oldest first; 404 for another workspace's, as its GET.
+pub async fn history(
+    store: &dyn Store,
+    caller: &Caller,
+    id: u64,
+    q: events::HistoryQuery,
+) -> ApiResult<events::EventPage> {
+    let key = keys::deal(caller.workspace_id, id);
+    events::history::<Deal>(store, caller, &key, "deal", q).await
 }

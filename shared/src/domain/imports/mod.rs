@@ -97,6 +97,20 @@ pub struct ImportFailure {
 }
 
 impl Record for ImportJob {
+    const EVENTS: Option<&'static str> = Some("import");
+
+    fn event_object(&self) -> serde_json::Value {
+        crate::record::as_event_object(ImportJobView::from(self.clone()))
+    }
+
+    /// The one event of an import a receiver needs: `import.completed`, with its counts.
+    fn event_verb(&self, _: Option<&Self>, created: bool) -> &'static str {
+        match (created, self.status) {
+            (true, _) => "created",
+            (false, JobStatus::Done) => "completed",
+            (false, JobStatus::Queued) => "updated",
+        }
+    }
     const TYPE: &'static str = "ImportJob";
     fn key(&self) -> Key {
         keys::import_job(self.workspace_id, &self.id)

@@ -74,7 +74,8 @@ pub async fn process(store: &dyn Store, ws: WorkspaceId, job_id: &str) -> ApiRes
     let mut batches = Vec::new();
     for p in unique {
         let contact = new_contact(ws, p);
-        let cost = 2 + contacts::index_item_count(&contact);
+        // The contact, its phone's sentinel, its event, its index items.
+        let cost = 3 + contacts::index_item_count(&contact);
         if items + cost > budget && !batch.is_empty() {
             batches.push(std::mem::take(&mut batch));
             items = 0;

@@ -40,6 +40,7 @@ pub struct Organization {
 }
 
 impl Record for Organization {
+    const EVENTS: Option<&'static str> = Some("organization");
     const TYPE: &'static str = "Organization";
     fn key(&self) -> Key {
         keys::organization(self.workspace_id, self.id)
@@ -98,6 +99,7 @@ pub struct Conversation {
 }
 
 impl Record for Conversation {
+    const EVENTS: Option<&'static str> = Some("conversation");
     const TYPE: &'static str = "Conversation";
     fn key(&self) -> Key {
         keys::conversation(self.workspace_id, self.id)

@@ -184,6 +184,12 @@ pub struct Session {
 crate::versioned!(Session);
 
 impl Record for Session {
+    const EVENTS: Option<&'static str> = Some("session");
+
+    /// A session comes in whole (`PUT`): every change is an upsert.
+    fn event_verb(&self, _: Option<&Self>, _: bool) -> &'static str {
+        "upserted"
+    }
     const TYPE: &'static str = "Session";
     fn key(&self) -> Key {
         keys::session(self.workspace_id, &self.id)

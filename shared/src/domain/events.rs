@@ -1,0 +1,257 @@
+//! The event feed and the histories of records, read from the event log
+//! (`crate::record::event`).
+//!
+//! - `GET /v3/events?after=<cursor>&types=deal.*,contact.created&limit=`:
+//!   a workspace's events in the order they happened, each at least
+//!   [`SETTLE`] old, so that following `nextCursor` never skips one. A page
+//!   is one Query that reads at most `limit` events, at any workspace size;
+//!   with `types`, the events of other types among them are stepped over (a
+//!   page may then hold fewer than `limit`, and `hasMore` says to go on).
+//! - `GET /v3/contacts/{id}/history` (and deals'): one record's events,
+//!   oldest first, with the same cursor; not held back by [`SETTLE`].
+//!
+//! Events are kept 30 days; an expired one still in the table is not shown.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::ids;
+use crate::keys;
+use crate::record::event::{Event, SETTLE, StoredEvent};
+use crate::record::{self, Record, from_item};
+use crate::store::{Index, Item, Key, PK, SK, SkRange, Store};
+
+/// Events per page, at most, and by default.
+pub const MAX_LIMIT: u64 = 500;
+pub const DEFAULT_LIMIT: u64 = 100;
+
+/// `GET /v3/events`.
+#[derive(Debug, Default, Deserialize, validator::Validate, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EventQuery {
+    /// Go on after this cursor (a page's `nextCursor`); from the oldest event
+    /// kept when absent.
+    pub after: Option<String>,
+    /// Only these types, comma-separated: `contact.created`, `deal.*`, `*`.
+    pub types: Option<String>,
+    /// Events read per page (1 to 500; default 100).
+    #[schemars(range(min = 1, max = 500))]
+    pub limit: Option<u64>,
+}
+
+/// `GET /v3/contacts/{id}/history` and the like.
+#[derive(Debug, Default, Deserialize, validator::Validate, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HistoryQuery {
+    /// Go on after this cursor (a page's `nextCursor`).
+    pub after: Option<String>,
+    /// Events per page (1 to 500; default 100).
+    #[schemars(range(min = 1, max = 500))]
+    pub limit: Option<u64>,
+}
+
+/// A page of events.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EventPage {
+    pub data: Vec<Event>,
+    /// Where the next page starts (`after=`): the last event read, or the
+    /// `after` given when none was. Keep it to resume later.
+    pub next_cursor: Option<String>,
+    /// Whether more events were there already; when false, come back later
+    /// with `nextCursor`.
+    pub has_more: bool,
+}
+
+/// Which event types a reader wants.
+struct Types(Vec<String>);
+
+impl Types {
+    fn parse(raw: Option<&str>) -> ApiResult<Self> {
+        let mut patterns = Vec::new();
+        for pattern in raw
+            .unwrap_or("*")
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+        {
+            let valid = pattern == "*"
+                || pattern.split_once('.').is_some_and(|(resource, verb)| {
+                    !resource.is_empty()
+                        && resource.chars().all(|c| c.is_ascii_alphanumeric())
+                        && (verb == "*"
+                            || (!verb.is_empty()
+                                && verb.chars().all(|c| c.is_ascii_alphanumeric())))
+                });
+            if !valid {
+                return Err(ApiError::field(
+                    "types",
+                    format!("`{pattern}` is not an event type: `contact.created`, `deal.*` or `*`"),
+                ));
+            }
+            patterns.push(pattern.to_owned());
+        }
+        Ok(Self(patterns))
+    }
+
+    fn admits(&self, kind: &str) -> bool {
+        self.0.is_empty()
+            || self.0.iter().any(|p| {
+                p == "*"
+                    || p == kind
+                    || p.strip_suffix(".*")
+                        .is_some_and(|r| kind.split('.').next() == Some(r))
+            })
+    }
+}
+
+fn limit_of(limit: Option<u64>) -> ApiResult<usize> {
+    let limit = limit.unwrap_or(DEFAULT_LIMIT);
+    if !(1..=MAX_LIMIT).contains(&limit) {
+        return Err(ApiError::field(
+            "limit",
+            format!("must be between 1 and {MAX_LIMIT}"),
+        ));
+    }
+    Ok(limit as usize)
+}
+
+fn cursor_of(after: Option<String>) -> ApiResult<Option<String>> {
+    match after {
+        Some(cursor) if !ids::is_ulid(&cursor) => Err(ApiError::field(
+            "after",
+            "must be a cursor the feed gave (`nextCursor`)",
+        )),
+        other => Ok(other),
+    }
+}
+
+/// The cursor of the newest moment the feed shows: events up to `at`, and
+/// none after (the greatest ULID of that millisecond).
+fn cursor_at(at: ids::Timestamp) -> String {
+    let ms = at.timestamp_millis().max(0) as u64;
+    ulid::Ulid::from_parts(ms, (1u128 << 80) - 1).to_string()
+}
+
+/// Where a page of events is read: the feed's partition of the table, or a
+/// record's history in gsi1 (whose start keys also name the event's own key).
+struct Source {
+    index: Index,
+    partition: String,
+    /// The partition of the events themselves, for an index's start key.
+    events: Option<String>,
+}
+
+impl Source {
+    /// The start key of a Query that goes on after `cursor`.
+    fn after(&self, cursor: &str) -> Item {
+        let mut key = Item::new();
+        if let Some(events) = &self.events {
+            key.insert(self.index.pk.into(), self.partition.clone().into());
+            key.insert(self.index.sk.into(), cursor.into());
+            key.insert(PK.into(), events.clone().into());
+        } else {
+            key.insert(PK.into(), self.partition.clone().into());
+        }
+        key.insert(SK.into(), cursor.into());
+        key
+    }
+}
+
+/// One page of events from `source`, after `after`, up to `upto`.
+async fn page(
+    store: &dyn Store,
+    source: Source,
+    after: Option<String>,
+    upto: Option<String>,
+    limit: usize,
+    types: &Types,
+) -> ApiResult<EventPage> {
+    let range = match &upto {
+        Some(upto) => SkRange::AtMost(upto.clone()),
+        None => SkRange::All,
+    };
+    let mut query = crate::store::Query::new(source.index, source.partition.clone(), range);
+    query.limit = Some(limit);
+    query.start_after = after.as_deref().map(|cursor| source.after(cursor));
+    let page = store.query(&query).await?;
+    let now = ids::now();
+    let mut data = Vec::with_capacity(page.items.len());
+    let mut last = after;
+    for item in page.items {
+        let stored: StoredEvent = from_item(item)?;
+        last = Some(stored.event.cursor.clone());
+        if !stored.expired(now) && types.admits(&stored.event.kind) {
+            data.push(stored.event);
+        }
+    }
+    Ok(EventPage {
+        data,
+        next_cursor: last,
+        has_more: page.last_key.is_some(),
+    })
+}
+
+/// The caller's workspace's events after `q.after`, settled ([`SETTLE`]).
+pub async fn feed(store: &dyn Store, caller: &Caller, q: EventQuery) -> ApiResult<EventPage> {
+    let limit = limit_of(q.limit)?;
+    let types = Types::parse(q.types.as_deref())?;
+    let after = cursor_of(q.after)?;
+    let upto = cursor_at(ids::now() - SETTLE);
+    if after.as_deref().is_some_and(|a| a >= upto.as_str()) {
+        // Nothing settled after it yet: come back later, from the same cursor.
+        return Ok(EventPage {
+            data: Vec::new(),
+            next_cursor: after,
+            has_more: false,
+        });
+    }
+    let source = Source {
+        index: Index::TABLE,
+        partition: keys::events(caller.workspace_id),
+        events: None,
+    };
+    page(store, source, after, Some(upto), limit, &types).await
+}
+
+/// The events of the record of type `R` at `key`, oldest first. The record
+/// is read first (one GetItem), so that another workspace's, or none, is a
+/// 404 as its GET is (`what` names it there).
+pub async fn history<R: Record>(
+    store: &dyn Store,
+    caller: &Caller,
+    key: &Key,
+    what: &str,
+    q: HistoryQuery,
+) -> ApiResult<EventPage> {
+    let limit = limit_of(q.limit)?;
+    let after = cursor_of(q.after)?;
+    let record: R = record::find(store, key, false, what).await?;
+    let resource =
+        R::EVENTS.ok_or_else(|| ApiError::internal(format!("{} has no events", R::TYPE)))?;
+    let ws = caller.workspace_id;
+    let source = Source {
+        index: keys::GSI1,
+        partition: keys::history(ws, resource, &record.event_id()),
+        events: Some(keys::events(ws)),
+    };
+    page(store, source, after, None, limit, &Types(Vec::new())).await
+}
+
+/// What a reader that follows the feed from the start holds: each record's
+/// last state, by `(resource, id)`; a deleted one is gone. For tests and
+/// for a receiver to copy.
+pub fn replay(events: &[Event]) -> std::collections::BTreeMap<(String, String), Value> {
+    let mut state = std::collections::BTreeMap::new();
+    for event in events {
+        let key = (event.resource.clone(), event.resource_id.clone());
+        if event.kind.ends_with(".deleted") {
+            state.remove(&key);
+        } else {
+            state.insert(key, event.data.object.clone());
+        }
+    }
+    state
+}

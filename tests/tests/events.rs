@@ -1,0 +1,204 @@
+//! The event log and the feed (`GET /v3/events`), and record histories: one
+//! event per changed record, in the change's own transaction; none for a
+//! change refused or failed; the feed in order, settled, resumable; a
+//! reader that follows it from the start holds what the API holds.
+
+use api_tests::serde_json::{Value, json};
+use api_tests::{TestApp, api_test};
+use chrono::Duration;
+
+/// The feed from `after` to its settled end, in pages of `limit`.
+async fn follow(
+    app: &TestApp,
+    after: Option<&str>,
+    query: &str,
+    limit: u64,
+) -> (Vec<Value>, Option<String>) {
+    let mut events = Vec::new();
+    let mut cursor = after.map(str::to_owned);
+    for _ in 0..1000 {
+        let after = cursor
+            .as_deref()
+            .map(|c| format!("&after={c}"))
+            .unwrap_or_default();
+        let page = app
+            .get(&format!("/v3/events?limit={limit}{after}{query}"))
+            .await
+            .expect(200);
+        events.extend(page["data"].as_array().unwrap().iter().cloned());
+        cursor = page["nextCursor"].as_str().map(str::to_owned);
+        if page["hasMore"] != true {
+            return (events, cursor);
+        }
+    }
+    panic!("the feed did not end");
+}
+
+/// JSON as a reader compares it: numbers by value (`10` is `10.0`).
+fn normal(value: &Value) -> Value {
+    match value {
+        Value::Number(n) => json!(n.as_f64()),
+        Value::Array(items) => Value::Array(items.iter().map(normal).collect()),
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), normal(v))).collect())
+        }
+        other => other.clone(),
+    }
+}
+
+fn types(events: &[Value]) -> Vec<&str> {
+    events.iter().map(|e| e["type"].as_str().unwrap()).collect()
+}
+
+api_test! {
+    /// Each kind of change makes its event, with the record after it, what it
+    /// moved and the version; the feed shows them in order once settled.
+    async fn each_change_makes_its_event(app) {
+        let (app, clock) = app.with_manual_clock();
+        let tag = app.post("/v3/tags", json!({ "name": "VIP" })).await.expect(201);
+        let tag_path = format!("/v3/tags/{}", tag["id"].as_str().unwrap());
+        app.patch(&tag_path, json!({ "name": "Gold" })).await.expect(200);
+        let contact = app.a_contact().await;
+        let deal = app.post("/v3/deals", json!({ "name": "Plan", "value": 10, "status": "open", "contactId": contact,
+            "operatorId": 7, "groupId": 1, "pipelineId": "p", "stageId": "s", "origin": "site", "tagIds": [] })).await.expect(201);
+        let deal_path = format!("/v3/deals/{}", deal["id"].as_str().unwrap());
+        app.patch(&deal_path, json!({ "status": "won" })).await.expect(200);
+        app.patch(&deal_path, json!({ "status": "lost" })).await.expect(200);
+        app.patch(&deal_path, json!({ "status": "open" })).await.expect(200);
+        app.delete(&tag_path).await.expect(200);
+
+        // Not settled yet: the feed holds them back.
+        assert_eq!(app.get("/v3/events").await.expect(200)["data"], json!([]));
+        clock.advance(Duration::seconds(16));
+        let (events, _) = follow(&app, None, "&types=tag.*,contact.*,deal.*", 100).await;
+        assert_eq!(
+            types(&events),
+            ["tag.created", "tag.updated", "contact.created", "deal.created", "deal.won", "deal.lost", "deal.reopened", "tag.deleted"]
+        );
+        let renamed = &events[1];
+        assert_eq!(renamed["data"]["object"]["name"], "Gold");
+        assert_eq!(renamed["data"]["previous"]["name"], "VIP");
+        assert_eq!(renamed["resource"], "tag");
+        assert_eq!(renamed["resourceId"], tag["id"]);
+        assert!(renamed["id"].as_str().unwrap().starts_with("evt_"));
+        let won = &events[4];
+        assert_eq!((won["data"]["object"]["status"].clone(), won["data"]["previous"]["status"].clone()), (json!("won"), json!("open")));
+        assert_eq!(won["version"], 2);
+        let reopened = &events[6];
+        assert_eq!(normal(&reopened["data"]["object"]), normal(&app.get(&deal_path).await.expect(200)), "the record as GET shows it");
+        let deleted = events.last().unwrap();
+        assert_eq!(deleted["data"]["object"]["name"], "Gold", "a deletion carries the record as it was");
+        // Cursors grow; ids are unique.
+        let cursors: Vec<&str> = events.iter().map(|e| e["cursor"].as_str().unwrap()).collect();
+        assert!(cursors.windows(2).all(|w| w[0] < w[1]), "{cursors:?}");
+    }
+}
+
+api_test! {
+    /// A change refused (a taken name, a bad body, a stale version) writes no event.
+    async fn a_refused_change_makes_no_event(app) {
+        let (app, clock) = app.with_manual_clock();
+        app.post("/v3/tags", json!({ "name": "VIP" })).await.expect(201);
+        app.post("/v3/tags", json!({ "name": "vip" })).await.expect_error(409);
+        app.post("/v3/tags", json!({ "name": "" })).await.expect_field_error("name");
+        let contact = app.a_contact().await;
+        app.patch(&format!("/v3/contacts/{contact}"), json!({ "phone": "not a phone" })).await.expect_field_error("phone");
+        // A PATCH that changes nothing writes nothing, and no event.
+        app.patch(&format!("/v3/contacts/{contact}"), json!({ "name": "Buyer" })).await.expect(200);
+        clock.advance(Duration::seconds(16));
+        let (events, _) = follow(&app, None, "&types=tag.*,contact.*", 100).await;
+        assert_eq!(types(&events), ["tag.created", "contact.created"]);
+    }
+}
+
+api_test! {
+    /// A reader that follows the feed from the start, in small pages, holds
+    /// exactly what the API holds: every record as GET shows it, none deleted.
+    async fn following_the_feed_reproduces_every_record(app) {
+        let (app, clock) = app.with_manual_clock();
+        let mut paths = Vec::new();
+        for i in 0..6 {
+            let tag = app.post("/v3/tags", json!({ "name": format!("t{i}") })).await.expect(201);
+            paths.push(("tag", format!("/v3/tags/{}", tag["id"].as_str().unwrap())));
+            let contact = app.post("/v3/contacts", json!({ "name": format!("c{i}"), "phone": format!("11 9876{i}-000{i}") })).await.expect(201);
+            paths.push(("contact", format!("/v3/contacts/{}", contact["id"].as_str().unwrap())));
+        }
+        // Changes, and deletions: the reader must drop what was deleted.
+        app.patch(&paths[0].1, json!({ "color": "#00ff00" })).await.expect(200);
+        app.patch(&paths[1].1, json!({ "email": "c0@example.com" })).await.expect(200);
+        app.delete(&paths[2].1).await.expect(200);
+        app.delete(&paths[4].1).await.expect(200);
+        clock.advance(Duration::seconds(16));
+        // The first half, then the rest from the cursor kept: nothing skipped.
+        let (first, cursor) = follow(&app, None, "&types=tag.*,contact.*", 3).await;
+        app.post("/v3/tags", json!({ "name": "late" })).await.expect(201);
+        clock.advance(Duration::seconds(16));
+        let (rest, _) = follow(&app, cursor.as_deref(), "&types=tag.*,contact.*", 3).await;
+        let events: Vec<shared::record::Event> = first.iter().chain(&rest).map(|e| serde_json::from_value(e.clone()).unwrap()).collect();
+        let held = shared::domain::events::replay(&events);
+        let tags = app.get("/v3/tags?limit=100").await.expect(200);
+        let contacts = app.get("/v3/contacts?limit=100").await.expect(200);
+        let expected = tags["data"].as_array().unwrap().iter().map(|t| ("tag", t))
+            .chain(contacts["data"].as_array().unwrap().iter().map(|c| ("contact", c)));
+        let mut count = 0;
+        for (resource, listed) in expected {
+            let id = listed["id"].as_str().unwrap();
+            let path = format!("/v3/{resource}s/{id}");
+            let read = app.get(&path).await.expect(200);
+            let copy = held.get(&(resource.to_owned(), id.to_owned())).unwrap_or_else(|| panic!("{path} missing"));
+            assert_eq!(normal(copy), normal(&read), "{path}");
+            count += 1;
+        }
+        assert_eq!(held.len(), count, "nothing deleted is held: {:?}", held.keys());
+        assert_eq!(count, 11, "6 + 1 tags less one, 6 contacts less one");
+    }
+}
+
+api_test! {
+    /// A contact's and a deal's history: their events, oldest first; a record
+    /// of another workspace is not found.
+    async fn a_record_has_its_history(app) {
+        let contact = app.a_contact().await;
+        app.patch(&format!("/v3/contacts/{contact}"), json!({ "name": "Renamed" })).await.expect(200);
+        let history = app.get(&format!("/v3/contacts/{contact}/history")).await.expect(200);
+        assert_eq!(types(history["data"].as_array().unwrap()), ["contact.created", "contact.updated"]);
+        assert_eq!(history["data"][1]["data"]["previous"]["name"], "Buyer");
+        let deal = app.post("/v3/deals", json!({ "name": "Plan", "value": 10, "status": "open", "contactId": contact,
+            "operatorId": 7, "groupId": 1, "pipelineId": "p", "stageId": "s", "origin": "site", "tagIds": [] })).await.expect(201);
+        let deal_path = format!("/v3/deals/{}", deal["id"].as_str().unwrap());
+        app.patch(&deal_path, json!({ "status": "won" })).await.expect(200);
+        let first = app.get(&format!("{deal_path}/history?limit=1")).await.expect(200);
+        assert_eq!(types(first["data"].as_array().unwrap()), ["deal.created"]);
+        assert_eq!(first["hasMore"], true);
+        let after = first["nextCursor"].as_str().unwrap();
+        let second = app.get(&format!("{deal_path}/history?limit=1&after={after}")).await.expect(200);
+        assert_eq!(types(second["data"].as_array().unwrap()), ["deal.won"]);
+        let (_, token) = app.new_workspace("Other").await;
+        app.as_token(&token).get(&format!("/v3/contacts/{contact}/history")).await.expect_error(404);
+        app.get("/v3/contacts/999/history").await.expect_error(404);
+    }
+}
+
+api_test! {
+    /// The feed's parameters: a cursor it did not give, an unknown type form or
+    /// a limit out of range are 400; an expired event is not shown.
+    async fn the_feed_refuses_what_it_cannot_read(app) {
+        let (app, clock) = app.with_manual_clock();
+        app.get("/v3/events?after=nope").await.expect_field_error("after");
+        app.get("/v3/events?types=deal.").await.expect_field_error("types");
+        app.get("/v3/events?types=deal.won;drop").await.expect_field_error("types");
+        app.get("/v3/events?limit=0").await.expect_field_error("limit");
+        app.get("/v3/events?limit=501").await.expect_field_error("limit");
+        app.post("/v3/tags", json!({ "name": "VIP" })).await.expect(201);
+        clock.advance(Duration::seconds(16));
+        let (events, _) = follow(&app, None, "&types=tag.created", 10).await;
+        assert_eq!(events.len(), 1);
+        // Its 30 days over (TTL deletes lazily): refused on read.
+        let key = shared::keys::event(shared::ids::WorkspaceId(1), events[0]["cursor"].as_str().unwrap());
+        let mut item = app.store.get(&key, true).await.unwrap().unwrap();
+        item.insert("ttl".into(), json!(chrono::Utc::now().timestamp() - 1));
+        app.store.write(vec![shared::store::Write::Put { item, condition: None }]).await.unwrap();
+        let (events, _) = follow(&app, None, "&types=tag.created", 10).await;
+        assert!(events.is_empty(), "{events:?}");
+    }
+}
