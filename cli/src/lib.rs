@@ -18,6 +18,7 @@ pub fn groups() -> Vec<Group> {
         workspaces::group(),
         audit::group(),
         events::group(),
+        webhooks::group(),
         reports::group(),
         campaigns::group(),
         api_docs::group(),

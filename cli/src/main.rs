@@ -107,6 +107,10 @@ struct Serve {
     /// Serve from DynamoDB instead (CRM_TABLE, CRM_DYNAMODB_ENDPOINT), e.g. DynamoDB Local.
     #[arg(long)]
     dynamodb: bool,
+    /// Deliver webhooks to `http` and private addresses too (a receiver on
+    /// 127.0.0.1 while developing). Never on a shared machine.
+    #[arg(long)]
+    webhooks_to_private: bool,
 }
 
 #[derive(Args)]
@@ -129,6 +133,7 @@ impl Default for Serve {
             data: ".crm-data".into(),
             in_memory: false,
             dynamodb: false,
+            webhooks_to_private: false,
         }
     }
 }
@@ -220,11 +225,25 @@ async fn start_up(args: &Serve) -> Result<(tokio::net::TcpListener, axum::Router
         );
     }
     tracing::info!("CRM API on http://{addr} ({where_}); Ctrl-C stops it");
-    // Background jobs run in this process, behind the same queue trait as SQS on AWS.
-    let queue = Arc::new(
-        shared::queue::LocalQueue::start(store.clone(), Arc::new(shared::domain::jobs::Jobs)).await,
-    );
-    Ok((listener, crm::app(AppState::new(store).with_queue(queue))))
+    // Background jobs and webhook deliveries run in this process, behind the
+    // same queue trait as SQS on AWS; the dispatcher follows the event log
+    // where the table's stream feeds it on AWS.
+    let mut webhooks = shared::outbound::Settings::from_env();
+    webhooks.allow_private |= args.webhooks_to_private;
+    let runner = shared::domain::jobs::Jobs {
+        webhooks: Arc::new(webhooks.clone()),
+    };
+    let queue: shared::queue::SharedQueue =
+        Arc::new(shared::queue::LocalQueue::start(store.clone(), Arc::new(runner)).await);
+    tokio::spawn(shared::domain::webhooks::follow(
+        store.clone(),
+        queue.clone(),
+        std::time::Duration::from_millis(100),
+    ));
+    let state = AppState::new(store)
+        .with_queue(queue)
+        .with_webhooks(webhooks);
+    Ok((listener, crm::app(state)))
 }
 
 /// Ctrl-C or SIGTERM (Ctrl-C on Windows), whichever comes first. The handlers

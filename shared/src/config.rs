@@ -5,6 +5,8 @@
 //! | `CRM_TABLE`              | DynamoDB table name (default `crm`)                       |
 //! | `CRM_DYNAMODB_ENDPOINT`  | endpoint override, e.g. DynamoDB Local `http://127.0.0.1:8000` |
 //! | `CRM_JOB_QUEUE_URL`      | the SQS queue of background jobs (`CRM_IMPORT_QUEUE_URL`, its first name, is read too) |
+//! | `CRM_WEBHOOK_QUEUE_URL`  | the SQS queue of webhook deliveries (the webhooks, dispatcher and sender functions) |
+//! | `CRM_WEBHOOK_*`          | how deliveries are made: `outbound::Settings`             |
 //! | `CRM_SQS_ENDPOINT`       | SQS endpoint override, e.g. a local moto server           |
 //! | `CRM_CHECKOUT_BASE_URL`  | where checkout links point (default `https://checkout.example.com/c`) |
 //! | `CRM_DYNAMODB_ATTEMPT_TIMEOUT_MS` | how long one DynamoDB call may take before it is sent again (default 2000) |
@@ -23,6 +25,7 @@ pub struct Config {
     pub table: String,
     pub dynamodb_endpoint: Option<String>,
     pub job_queue_url: Option<String>,
+    pub webhook_queue_url: Option<String>,
     pub sqs_endpoint: Option<String>,
     /// The certificates the SDK's HTTPS client trusts (`tls.rs`).
     pub tls_roots: crate::tls::TrustRoots,
@@ -42,6 +45,7 @@ impl Config {
             table: var("CRM_TABLE").unwrap_or_else(|| "crm".to_owned()),
             dynamodb_endpoint: var("CRM_DYNAMODB_ENDPOINT"),
             job_queue_url: var("CRM_JOB_QUEUE_URL").or_else(|| var("CRM_IMPORT_QUEUE_URL")),
+            webhook_queue_url: var("CRM_WEBHOOK_QUEUE_URL"),
             sqs_endpoint: var("CRM_SQS_ENDPOINT"),
             tls_roots: crate::tls::TrustRoots::from_env(),
             attempt_timeout: var("CRM_DYNAMODB_ATTEMPT_TIMEOUT_MS")
@@ -103,6 +107,16 @@ impl Config {
     #[cfg(feature = "sqs")]
     pub fn job_queue_with(&self, sdk: &SdkConfig) -> Option<crate::queue::SqsQueue> {
         let url = self.job_queue_url.as_ref()?;
+        Some(crate::queue::SqsQueue::new(
+            sdk,
+            self.sqs_endpoint.as_deref(),
+            url,
+        ))
+    }
+
+    #[cfg(feature = "sqs")]
+    pub fn webhook_queue_with(&self, sdk: &SdkConfig) -> Option<crate::queue::SqsQueue> {
+        let url = self.webhook_queue_url.as_ref()?;
         Some(crate::queue::SqsQueue::new(
             sdk,
             self.sqs_endpoint.as_deref(),

@@ -31,10 +31,28 @@ pub async fn state() -> AppState {
     #[allow(unused_mut)]
     let mut state = AppState::new(Arc::new(config.dynamo_store_with(&sdk)));
     #[cfg(feature = "sqs")]
-    if let Some(queue) = config.job_queue_with(&sdk) {
-        state.queue = Some(Arc::new(queue));
+    {
+        if let Some(queue) = config.job_queue_with(&sdk) {
+            state.queue = Some(Arc::new(queue));
+        }
+        if let Some(queue) = config.webhook_queue_with(&sdk) {
+            state.deliveries = Some(Arc::new(queue));
+        }
     }
     state
+}
+
+/// The state of a function that queues or makes webhook deliveries (the
+/// dispatcher, the sender), with logs on and the delivery queue, which it
+/// cannot work without.
+pub async fn delivering() -> Result<(AppState, crate::queue::SharedQueue), String> {
+    init_logs();
+    let state = state().await;
+    let queue = state
+        .deliveries
+        .clone()
+        .ok_or("CRM_WEBHOOK_QUEUE_URL is not set")?;
+    Ok((state, queue))
 }
 
 /// The Router of one group, ready for `lambda_http::run`.

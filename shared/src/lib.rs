@@ -13,6 +13,7 @@ pub mod ids;
 pub mod keys;
 pub mod lambda;
 pub mod load;
+pub mod outbound;
 pub mod page;
 pub mod period;
 pub mod phone;

@@ -48,27 +48,45 @@ impl JobMessage {
 
 #[async_trait]
 pub trait JobQueue: Send + Sync + 'static {
-    async fn send(&self, message: &JobMessage) -> Result<(), String>;
+    async fn send(&self, message: &JobMessage) -> Result<(), String> {
+        self.send_after(message, Duration::ZERO).await
+    }
+
+    /// Sends `message` to be run no sooner than `delay` from now. SQS holds
+    /// a message at most 15 minutes: a job that must wait longer reads its
+    /// own due time when it runs and sends itself again (webhook retries).
+    async fn send_after(&self, message: &JobMessage, delay: Duration) -> Result<(), String>;
 }
 
 pub type SharedQueue = Arc<dyn JobQueue>;
 
-/// Runs one job message to its end (or fails, to be delivered again).
+/// Runs one job message to its end (or fails, to be delivered again). `queue`
+/// is the queue the message came from, for a job that sends a follow-up.
 #[async_trait]
 pub trait JobRunner: Send + Sync + 'static {
-    async fn run(&self, store: &dyn Store, message: &JobMessage) -> Result<(), String>;
+    async fn run(
+        &self,
+        store: &dyn Store,
+        queue: &dyn JobQueue,
+        message: &JobMessage,
+    ) -> Result<(), String>;
 }
 
 /// In-process queue (`crm serve`, tests): the same at-least-once semantics as
 /// SQS. A message is written to the store (`keys::LOCAL_JOBS`) before `send`
 /// answers, and removed once its run succeeded; on start, every message left
-/// there (a job accepted before a stop or a crash) is run again. A run that
-/// fails is retried with a growing pause; after [`LOCAL_ATTEMPTS`] the message
-/// moves to `keys::LOCAL_DEAD_JOBS`, as SQS moves it to its dead-letter queue.
+/// there (a job accepted before a stop or a crash) is run again, at its due
+/// time. A run that fails is retried with a growing pause; after
+/// [`LOCAL_ATTEMPTS`] the message moves to `keys::LOCAL_DEAD_JOBS`, as SQS
+/// moves it to its dead-letter queue.
+#[derive(Clone)]
 pub struct LocalQueue {
-    tx: mpsc::UnboundedSender<(String, JobMessage)>,
+    tx: mpsc::UnboundedSender<Queued>,
     store: SharedStore,
 }
+
+/// A message the local runner holds: its stored id, when it is due.
+type Queued = (String, JobMessage, Option<chrono::DateTime<chrono::Utc>>);
 
 /// Runs of one message before the local queue gives up (SQS's `maxReceiveCount`).
 pub const LOCAL_ATTEMPTS: u64 = 5;
@@ -77,7 +95,7 @@ impl LocalQueue {
     /// Starts the runner; the messages left from the last run are read first
     /// (one Query), so they are queued before anything new.
     pub async fn start(store: SharedStore, runner: Arc<dyn JobRunner>) -> Self {
-        let (tx, mut rx) = mpsc::unbounded_channel::<(String, JobMessage)>();
+        let (tx, mut rx) = mpsc::unbounded_channel::<Queued>();
         match left_over(store.as_ref()).await {
             Ok(messages) => {
                 if !messages.is_empty() {
@@ -92,52 +110,68 @@ impl LocalQueue {
             }
             Err(e) => tracing::error!(error = %e, "could not read the jobs left from the last run"),
         }
-        let running = store.clone();
+        let queue = Self { tx, store };
+        let running = queue.clone();
         tokio::spawn(async move {
-            while let Some((id, message)) = rx.recv().await {
-                let (store, runner) = (running.clone(), runner.clone());
+            while let Some((id, message, due)) = rx.recv().await {
+                let (queue, runner) = (running.clone(), runner.clone());
                 tokio::spawn(async move {
-                    for attempt in 1..=LOCAL_ATTEMPTS {
-                        match runner.run(store.as_ref(), &message).await {
-                            Ok(()) => {
-                                let _ = store
-                                    .write(vec![Write::Delete {
-                                        key: keys::local_job(&id),
-                                        condition: None,
-                                    }])
-                                    .await;
-                                return;
-                            }
-                            Err(e) => {
-                                tracing::warn!(job = %message.job_id, attempt, error = %e, "job run failed");
-                                tokio::time::sleep(Duration::from_millis(200 * attempt)).await;
-                            }
-                        }
+                    if let Some(wait) = due.and_then(|due| (due - chrono::Utc::now()).to_std().ok())
+                    {
+                        tokio::time::sleep(wait).await;
                     }
-                    tracing::error!(job = %message.job_id, "job failed {LOCAL_ATTEMPTS} times; kept in {}", keys::LOCAL_DEAD_JOBS);
-                    if let Ok(item) = job_item(keys::LOCAL_DEAD_JOBS, &id, &message) {
-                        let _ = store
-                            .write(vec![
-                                Write::Put {
-                                    item,
-                                    condition: None,
-                                },
-                                Write::Delete {
-                                    key: keys::local_job(&id),
-                                    condition: None,
-                                },
-                            ])
-                            .await;
-                    }
+                    queue.run(runner.as_ref(), &id, &message).await;
                 });
             }
         });
-        Self { tx, store }
+        queue
+    }
+
+    /// Runs one message until it succeeds or has failed [`LOCAL_ATTEMPTS`] times.
+    async fn run(&self, runner: &dyn JobRunner, id: &str, message: &JobMessage) {
+        let store = self.store.as_ref();
+        for attempt in 1..=LOCAL_ATTEMPTS {
+            match runner.run(store, self, message).await {
+                Ok(()) => {
+                    let _ = store
+                        .write(vec![Write::Delete {
+                            key: keys::local_job(id),
+                            condition: None,
+                        }])
+                        .await;
+                    return;
+                }
+                Err(e) => {
+                    tracing::warn!(job = %message.job_id, attempt, error = %e, "job run failed");
+                    tokio::time::sleep(Duration::from_millis(200 * attempt)).await;
+                }
+            }
+        }
+        tracing::error!(job = %message.job_id, "job failed {LOCAL_ATTEMPTS} times; kept in {}", keys::LOCAL_DEAD_JOBS);
+        if let Ok(item) = job_item(keys::LOCAL_DEAD_JOBS, id, message, None) {
+            let _ = store
+                .write(vec![
+                    Write::Put {
+                        item,
+                        condition: None,
+                    },
+                    Write::Delete {
+                        key: keys::local_job(id),
+                        condition: None,
+                    },
+                ])
+                .await;
+        }
     }
 }
 
 /// The stored form of a local job message.
-fn job_item(partition: &str, id: &str, message: &JobMessage) -> Result<Item, String> {
+fn job_item(
+    partition: &str,
+    id: &str,
+    message: &JobMessage,
+    due: Option<chrono::DateTime<chrono::Utc>>,
+) -> Result<Item, String> {
     let mut item = Item::new();
     item.insert(PK.into(), partition.into());
     item.insert(SK.into(), id.into());
@@ -146,11 +180,14 @@ fn job_item(partition: &str, id: &str, message: &JobMessage) -> Result<Item, Str
         "message".into(),
         serde_json::to_value(message).map_err(|e| e.to_string())?,
     );
+    if let Some(due) = due {
+        item.insert("due".into(), due.timestamp_millis().into());
+    }
     Ok(item)
 }
 
 /// The messages not run yet, oldest first.
-async fn left_over(store: &dyn Store) -> Result<Vec<(String, JobMessage)>, String> {
+async fn left_over(store: &dyn Store) -> Result<Vec<Queued>, String> {
     let query = Query::new(Index::TABLE, keys::LOCAL_JOBS, SkRange::All);
     let items = crate::page::read_up_to(store, query, usize::MAX)
         .await
@@ -160,16 +197,22 @@ async fn left_over(store: &dyn Store) -> Result<Vec<(String, JobMessage)>, Strin
         .filter_map(|item| {
             let id = item.get(SK)?.as_str()?.to_owned();
             let message = serde_json::from_value(item.get("message")?.clone()).ok()?;
-            Some((id, message))
+            let due = item
+                .get("due")
+                .and_then(|due| due.as_i64())
+                .and_then(chrono::DateTime::from_timestamp_millis);
+            Some((id, message, due))
         })
         .collect())
 }
 
 #[async_trait]
 impl JobQueue for LocalQueue {
-    async fn send(&self, message: &JobMessage) -> Result<(), String> {
+    async fn send_after(&self, message: &JobMessage, delay: Duration) -> Result<(), String> {
         let id = crate::ids::new_ulid();
-        let item = job_item(keys::LOCAL_JOBS, &id, message)?;
+        let due = (!delay.is_zero())
+            .then(|| chrono::Utc::now() + chrono::Duration::from_std(delay).unwrap_or_default());
+        let item = job_item(keys::LOCAL_JOBS, &id, message, due)?;
         self.store
             .write(vec![Write::Put {
                 item,
@@ -178,10 +221,13 @@ impl JobQueue for LocalQueue {
             .await
             .map_err(|e| format!("the local job queue could not keep the job: {e}"))?;
         self.tx
-            .send((id, message.clone()))
+            .send((id, message.clone(), due))
             .map_err(|_| "the local job runner stopped".to_owned())
     }
 }
+
+/// The longest an SQS message can be held back (15 minutes).
+pub const MAX_SQS_DELAY: u64 = 900;
 
 /// SQS: one message per job.
 #[cfg(feature = "sqs")]
@@ -224,12 +270,13 @@ impl SqsQueue {
 #[cfg(feature = "sqs")]
 #[async_trait]
 impl JobQueue for SqsQueue {
-    async fn send(&self, message: &JobMessage) -> Result<(), String> {
+    async fn send_after(&self, message: &JobMessage, delay: Duration) -> Result<(), String> {
         let body = serde_json::to_string(message).map_err(|e| e.to_string())?;
         self.client()
             .send_message()
             .queue_url(&self.url)
             .message_body(body)
+            .delay_seconds(delay.as_secs().min(MAX_SQS_DELAY) as i32)
             .send()
             .await
             .map(|_| ())

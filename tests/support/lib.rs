@@ -29,6 +29,7 @@ pub use serde_json;
 
 mod fault_proxy;
 pub mod faults;
+pub mod receiver;
 use faults::{FaultProxy, Faults, FaultyStore};
 
 /// The admin token every test app starts with (workspace 1).
@@ -203,15 +204,13 @@ impl TestApp {
         )
         .await
         .expect("bootstrap workspace 1");
-        let queue = Arc::new(
-            shared::queue::LocalQueue::start(
-                store.clone(),
-                std::sync::Arc::new(shared::domain::jobs::Jobs),
-            )
-            .await,
-        );
+        let webhooks = webhook_settings();
+        let queue = local_queue(&store, &webhooks).await;
+        let state = AppState::new(store.clone())
+            .with_queue(queue.clone())
+            .with_webhooks(webhooks);
         Self {
-            router: crm::app(AppState::new(store.clone()).with_queue(queue.clone())),
+            router: crm::app(state),
             store,
             backend,
             table,
@@ -220,12 +219,31 @@ impl TestApp {
         }
     }
 
+    /// The same app delivering webhooks as `crm serve` does: a queue whose
+    /// runner makes deliveries with `settings`, and the dispatcher following
+    /// the log every 20 ms, for as long as the test runs.
+    pub async fn delivering(mut self, settings: shared::outbound::Settings) -> Self {
+        let queue = local_queue(&self.store, &settings).await;
+        tokio::spawn(shared::domain::webhooks::follow(
+            self.store.clone(),
+            queue.clone(),
+            std::time::Duration::from_millis(20),
+        ));
+        let state = AppState::new(self.store.clone())
+            .with_queue(queue.clone())
+            .with_webhooks(settings);
+        self.router = crm::app(state);
+        self.queue = queue;
+        self
+    }
+
     /// The same app, its requests reading a clock the test moves (no test
     /// waits for time to pass).
     pub fn with_manual_clock(mut self) -> (Self, Arc<shared::ids::ManualClock>) {
         let clock = Arc::new(shared::ids::ManualClock::starting_now());
         let state = AppState::new(self.store.clone())
             .with_queue(self.queue.clone())
+            .with_webhooks(webhook_settings())
             .with_clock(clock.clone());
         self.router = crm::app(state);
         (self, clock)
@@ -509,6 +527,28 @@ macro_rules! fault_test {
     };
 }
 
+/// How the tests deliver webhooks: to the test's own receiver on
+/// 127.0.0.1, a schedule of milliseconds instead of days.
+pub fn webhook_settings() -> shared::outbound::Settings {
+    shared::outbound::Settings {
+        schedule: shared::outbound::parse_durations("50ms,100ms,100ms,200ms,200ms").unwrap(),
+        timeout: std::time::Duration::from_secs(5),
+        concurrency: 4,
+        disable_after: std::time::Duration::from_secs(5 * 86_400),
+        allow_private: true,
+    }
+}
+
+async fn local_queue(
+    store: &SharedStore,
+    webhooks: &shared::outbound::Settings,
+) -> shared::queue::SharedQueue {
+    let runner = shared::domain::jobs::Jobs {
+        webhooks: Arc::new(webhooks.clone()),
+    };
+    Arc::new(shared::queue::LocalQueue::start(store.clone(), Arc::new(runner)).await)
+}
+
 /// A queue that only records what it is sent, for tests that run the import
 /// worker themselves (to redeliver, or to run it twice at once).
 #[derive(Default)]
@@ -516,7 +556,11 @@ pub struct RecordingQueue(pub std::sync::Mutex<Vec<shared::queue::JobMessage>>);
 
 #[async_trait::async_trait]
 impl shared::queue::JobQueue for RecordingQueue {
-    async fn send(&self, message: &shared::queue::JobMessage) -> Result<(), String> {
+    async fn send_after(
+        &self,
+        message: &shared::queue::JobMessage,
+        _: std::time::Duration,
+    ) -> Result<(), String> {
         self.0.lock().unwrap().push(message.clone());
         Ok(())
     }

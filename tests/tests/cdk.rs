@@ -33,11 +33,7 @@ fn cdk_and_sam_describe_the_same_stack() {
         sam.table_policies, cdk.table_policies,
         "the table's deletion policy"
     );
-    assert_eq!(sam.job_queue, cdk.job_queue, "the job queue");
-    assert_eq!(
-        sam.dead_letter_queue, cdk.dead_letter_queue,
-        "the dead-letter queue"
-    );
+    assert_eq!(sam.queues, cdk.queues, "the queues");
     assert_eq!(
         sam.api_throttling, cdk.api_throttling,
         "the API's throttling"
@@ -67,10 +63,36 @@ fn both_carry_what_production_needs() {
         );
         assert_eq!(f.alarms.len(), 2, "{binary}: errors and throttles alarms");
     }
-    assert!(
-        sam.other_alarms.iter().any(
-            |a| a.starts_with("JobDeadLetterQueue: AWS/SQS/ApproximateNumberOfMessagesVisible")
-        )
+    for dead_letters in ["JobDeadLetterQueue", "WebhookDeadLetterQueue"] {
+        let alarm = format!("{dead_letters}: AWS/SQS/ApproximateNumberOfMessagesVisible");
+        assert!(
+            sam.other_alarms.iter().any(|a| a.starts_with(&alarm)),
+            "{alarm}"
+        );
+    }
+    // Every queue that takes messages has a dead-letter queue, and every
+    // function a queue or the stream invokes reports partial failures.
+    for (name, queue) in &sam.queues {
+        if !name.contains("DeadLetter") {
+            assert_eq!(queue["RedrivePolicy"]["maxReceiveCount"], 5, "{name}");
+        }
+    }
+    for (binary, f) in &sam.functions {
+        if let Some(source) = &f.event_source {
+            assert_eq!(
+                source["FunctionResponseTypes"],
+                json!(["ReportBatchItemFailures"]),
+                "{binary}"
+            );
+        }
+    }
+    let stream = sam.functions["webhook-dispatcher"]
+        .event_source
+        .as_ref()
+        .unwrap();
+    assert_eq!(
+        (&stream["source"], &stream["OnFailure"]),
+        (&json!("Table"), &json!("WebhookDeadLetterQueue"))
     );
     assert!(
         sam.other_alarms

@@ -156,7 +156,7 @@ api_test! {
                 refused["details"].as_array().unwrap().iter().map(|d| d["field"].as_str().unwrap().to_owned()).collect();
             assert!(!named.is_empty() && named.is_subset(&documented), "{path}: {named:?} of {documented:?}");
         }
-        assert_eq!(creates, 2, "DealCreate and CampaignCreate");
+        assert_eq!(creates, 3, "DealCreate, CampaignCreate and WebhookCreate");
     }
 }
 

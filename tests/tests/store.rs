@@ -465,7 +465,7 @@ fn a_local_job_accepted_before_a_crash_runs_after_restart() {
     struct Stuck;
     #[async_trait::async_trait]
     impl JobRunner for Stuck {
-        async fn run(&self, _: &dyn Store, _: &JobMessage) -> Result<(), String> {
+        async fn run(&self, _: &dyn Store, _: &dyn JobQueue, _: &JobMessage) -> Result<(), String> {
             std::future::pending().await
         }
     }
@@ -504,7 +504,11 @@ fn a_local_job_accepted_before_a_crash_runs_after_restart() {
             .await
             .unwrap();
         assert_eq!(stored.status, shared::domain::imports::JobStatus::Queued);
-        let _queue = LocalQueue::start(store.clone(), Arc::new(shared::domain::jobs::Jobs)).await;
+        let _queue = LocalQueue::start(
+            store.clone(),
+            Arc::new(shared::domain::jobs::Jobs::from_env()),
+        )
+        .await;
         let mut done = None;
         for _ in 0..200 {
             let job = shared::domain::imports::get(store.as_ref(), &caller, &job_id)

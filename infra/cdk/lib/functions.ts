@@ -14,25 +14,25 @@ export interface FunctionSpec {
   readonly actions: string[];
   /** Whether the actions extend to the gsi1 index. */
   readonly index?: boolean;
-  /** Sends background jobs to the job queue (CRM_JOB_QUEUE_URL). */
-  readonly sendsJobs?: boolean;
+  /** Sends to a queue: background jobs (CRM_JOB_QUEUE_URL) or webhook deliveries (CRM_WEBHOOK_QUEUE_URL). */
+  readonly sends?: 'jobs' | 'deliveries';
   /** Gets CRM_CHECKOUT_BASE_URL. */
   readonly checkout?: boolean;
   /** Seconds (10 unless said). */
   readonly timeout?: number;
-  /** The SQS-triggered worker: no routes. */
-  readonly worker?: boolean;
+  /** What invokes it instead of routes: a queue, or the table's stream (new event items). */
+  readonly trigger?: 'jobs' | 'deliveries' | 'stream';
 }
 
 export const FUNCTIONS: FunctionSpec[] = [
   { binary: 'tags', description: '/v3/tags and /v1/tags', actions: [...READ, ...WRITE] },
   {
     binary: 'contacts', description: '/v3/contacts and /v1/contacts', actions: [...READ, ...BATCH, ...WRITE],
-    index: true, sendsJobs: true,
+    index: true, sends: 'jobs',
   },
   {
     binary: 'job-worker', description: 'Runs background jobs such as contact imports (SQS)',
-    actions: [...READ, ...BATCH, ...WRITE], timeout: 60, worker: true,
+    actions: [...READ, ...BATCH, ...WRITE], timeout: 60, trigger: 'jobs',
   },
   { binary: 'deals', description: '/v3/deals', actions: [...READ, ...BATCH, ...WRITE], index: true },
   { binary: 'products', description: '/v3/products', actions: [...READ, ...WRITE] },
@@ -40,7 +40,7 @@ export const FUNCTIONS: FunctionSpec[] = [
   { binary: 'business-hours', description: '/v3/business-hours (reads only)', actions: READ },
   {
     binary: 'dashboards', description: '/v3/dashboards and their snapshots',
-    actions: [...READ, 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'], sendsJobs: true,
+    actions: [...READ, 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'], sends: 'jobs',
   },
   {
     binary: 'utility', description: '/v3/time, /v3/test-store, /v3/orders, /v3/redirect-session, /v3/refresh-page',
@@ -56,4 +56,17 @@ export const FUNCTIONS: FunctionSpec[] = [
   { binary: 'reports', description: '/v3/reports/sessions (the report, and sessions coming in)', actions: [...READ, ...BATCH, ...WRITE] },
   { binary: 'audit', description: '/v3/audit (reads only)', actions: [...READ, ...BATCH], index: true },
   { binary: 'events', description: '/v3/events (reads only)', actions: READ },
+  {
+    binary: 'webhooks', description: '/v3/webhooks (endpoints, secrets, delivery logs, replays)',
+    actions: [...READ, ...BATCH, ...WRITE], sends: 'deliveries', timeout: 25,
+  },
+  {
+    binary: 'webhook-dispatcher',
+    description: 'Queues one webhook delivery per new event and matching endpoint (table stream)',
+    actions: [...READ, 'dynamodb:PutItem'], sends: 'deliveries', timeout: 60, trigger: 'stream',
+  },
+  {
+    binary: 'webhook-sender', description: 'Makes webhook deliveries and schedules their retries (SQS)',
+    actions: [...READ, ...BATCH, ...WRITE], sends: 'deliveries', timeout: 30, trigger: 'deliveries',
+  },
 ];

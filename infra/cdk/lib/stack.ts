@@ -94,6 +94,25 @@ export class CrmApiStack extends cdk.Stack {
     jobs.overrideLogicalId('JobQueue');
     const jobQueue = sqs.Queue.fromQueueAttributes(this, 'Jobs', { queueArn: jobs.attrArn, queueUrl: jobs.ref });
 
+    // Webhooks: the stream feeds the dispatcher, which queues deliveries for the sender.
+    const webhookDeadLetters = new sqs.CfnQueue(this, 'WebhookDeadLetterQueue', {
+      messageRetentionPeriod: 1209600, sqsManagedSseEnabled: true,
+    });
+    webhookDeadLetters.overrideLogicalId('WebhookDeadLetterQueue');
+    const webhooks = new sqs.CfnQueue(this, 'WebhookQueue', {
+      visibilityTimeout: 180,
+      sqsManagedSseEnabled: true,
+      redrivePolicy: { deadLetterTargetArn: webhookDeadLetters.attrArn, maxReceiveCount: 5 },
+    });
+    webhooks.overrideLogicalId('WebhookQueue');
+    const deliveryQueue = sqs.Queue.fromQueueAttributes(this, 'Deliveries', {
+      queueArn: webhooks.attrArn, queueUrl: webhooks.ref,
+    });
+    const webhookDeadLetterQueue = sqs.Queue.fromQueueAttributes(this, 'WebhookDeadLetters', {
+      queueArn: webhookDeadLetters.attrArn, queueUrl: webhookDeadLetters.ref,
+    });
+    const queues = { jobs: { cfn: jobs, queue: jobQueue }, deliveries: { cfn: webhooks, queue: deliveryQueue } };
+
     const api = new apigw.HttpApi(this, 'HttpApi', { createDefaultStage: false });
     new apigw.HttpStage(this, 'DefaultStage', {
       httpApi: api, stageName: '$default', autoDeploy: true,
@@ -114,7 +133,8 @@ export class CrmApiStack extends cdk.Stack {
       const name = spec.binary.split('-').map((w) => w[0].toUpperCase() + w.slice(1)).join('');
       const logGroup = new logs.CfnLogGroup(this, `${name}LogGroup`, { retentionInDays: logRetentionDays.valueAsNumber });
       const environment: Record<string, string> = { CRM_TABLE: table.ref, RUST_LOG: logLevel.valueAsString };
-      if (spec.sendsJobs) environment.CRM_JOB_QUEUE_URL = jobs.ref;
+      if (spec.sends === 'jobs') environment.CRM_JOB_QUEUE_URL = jobs.ref;
+      if (spec.sends === 'deliveries') environment.CRM_WEBHOOK_QUEUE_URL = webhooks.ref;
       if (spec.checkout) environment.CRM_CHECKOUT_BASE_URL = checkoutBaseUrl.valueAsString;
       const fn = new RustFunction(this, `${name}Function`, {
         manifestPath: path.join(ROOT, 'Cargo.toml'),
@@ -133,9 +153,31 @@ export class CrmApiStack extends cdk.Stack {
         const resources = [table.attrArn, ...(spec.index ? [`${table.attrArn}/index/gsi1`] : [])];
         fn.addToRolePolicy(new iam.PolicyStatement({ actions: spec.actions, resources }));
       }
-      if (spec.sendsJobs) jobQueue.grantSendMessages(fn);
-      if (spec.worker) {
+      if (spec.sends) queues[spec.sends].queue.grantSendMessages(fn);
+      if (spec.trigger === 'jobs') {
         fn.addEventSource(new SqsEventSource(jobQueue, { batchSize: 5, reportBatchItemFailures: true }));
+      }
+      if (spec.trigger === 'deliveries') {
+        fn.addEventSource(new SqsEventSource(deliveryQueue, { batchSize: 10, reportBatchItemFailures: true }));
+      }
+      if (spec.trigger === 'stream') {
+        // As SAM's DynamoDB event: the managed policy reads the stream.
+        fn.role?.addManagedPolicy(
+          iam.ManagedPolicy.fromAwsManagedPolicyName('service-role/AWSLambdaDynamoDBExecutionRole'));
+        webhookDeadLetterQueue.grantSendMessages(fn);
+        new lambda.CfnEventSourceMapping(this, `${name}Stream`, {
+          functionName: fn.functionName,
+          eventSourceArn: table.attrStreamArn,
+          startingPosition: 'TRIM_HORIZON',
+          batchSize: 100,
+          bisectBatchOnFunctionError: true,
+          maximumRetryAttempts: 50,
+          functionResponseTypes: ['ReportBatchItemFailures'],
+          destinationConfig: { onFailure: { destination: webhookDeadLetters.attrArn } },
+          filterCriteria: {
+            filters: [{ pattern: '{"eventName": ["INSERT"], "dynamodb": {"NewImage": {"_type": {"S": ["Event"]}}}}' }],
+          },
+        });
       }
       const integration = new HttpLambdaIntegration(`${name}Integration`, fn);
       for (const [method, route] of routes.get(spec.binary) ?? []) {
@@ -151,6 +193,10 @@ export class CrmApiStack extends cdk.Stack {
       namespace: 'AWS/SQS', metricName: 'ApproximateNumberOfMessagesVisible',
       dimensionsMap: { QueueName: deadLetters.attrQueueName }, statistic: 'Maximum', period: cdk.Duration.minutes(5),
     }), 'A background job failed five times and waits in the dead-letter queue');
+    alarm('WebhookDeadLettersAlarm', new cloudwatch.Metric({
+      namespace: 'AWS/SQS', metricName: 'ApproximateNumberOfMessagesVisible',
+      dimensionsMap: { QueueName: webhookDeadLetters.attrQueueName }, statistic: 'Maximum', period: cdk.Duration.minutes(5),
+    }), 'A webhook delivery message or a stream batch failed its retries and waits in the dead-letter queue');
     new cloudwatch.Alarm(this, 'Api5xxAlarm', {
       metric: new cloudwatch.Metric({
         namespace: 'AWS/ApiGateway', metricName: '5xx', dimensionsMap: { ApiId: api.apiId },
@@ -166,6 +212,9 @@ export class CrmApiStack extends cdk.Stack {
     new cdk.CfnOutput(this, 'TableName', { description: 'The DynamoDB table (CRM_TABLE for `crm bootstrap`)', value: table.ref });
     new cdk.CfnOutput(this, 'TableStreamArn', { description: 'The table\'s stream, for the messaging side', value: table.attrStreamArn });
     new cdk.CfnOutput(this, 'JobDeadLetterQueueUrl', { description: 'Job messages that failed five times', value: deadLetters.ref });
+    new cdk.CfnOutput(this, 'WebhookDeadLetterQueueUrl', {
+      description: 'Webhook delivery messages and stream batches that failed their retries', value: webhookDeadLetters.ref,
+    });
     new cdk.CfnOutput(this, 'AlarmTopicArn', { description: 'Subscribe to it to hear of alarms', value: alarms.topicArn });
   }
 }

@@ -23,6 +23,63 @@ use crate::record::event::{Event, SETTLE, StoredEvent};
 use crate::record::{self, Record, from_item};
 use crate::store::{Index, Item, Key, PK, SK, SkRange, Store};
 
+/// Every event type (docs/design.md#events lists them with what makes
+/// them). A filter that names another is refused: a typo would match nothing.
+pub const TYPES: &[&str] = &[
+    "contact.created",
+    "contact.updated",
+    "deal.created",
+    "deal.updated",
+    "deal.won",
+    "deal.lost",
+    "deal.reopened",
+    "tag.created",
+    "tag.updated",
+    "tag.deleted",
+    "session.upserted",
+    "campaign.created",
+    "campaign.updated",
+    "campaign.scheduled",
+    "campaign.started",
+    "campaign.paused",
+    "campaign.finished",
+    "campaign.canceled",
+    "campaign.failed",
+    "import.created",
+    "import.updated",
+    "import.completed",
+    "dashboard.created",
+    "dashboard.updated",
+    "snapshot.created",
+    "snapshot.updated",
+    "organization.created",
+    "organization.updated",
+    "conversation.created",
+    "conversation.updated",
+    "product.created",
+    "product.updated",
+    "customField.created",
+    "customField.updated",
+    "businessHour.created",
+    "businessHour.updated",
+    "apiToken.created",
+    "apiToken.deleted",
+    "checkoutLink.created",
+    "checkoutLink.updated",
+    "order.created",
+    "welcomeMessage.created",
+    "churnReason.created",
+    "churnReason.deleted",
+    "workspace.created",
+    "workspace.updated",
+    "webhook.created",
+    "webhook.updated",
+    "webhook.deleted",
+    "webhook.disabled",
+    "webhook.enabled",
+    "webhook.ping",
+];
+
 /// Events per page, at most, and by default.
 pub const MAX_LIMIT: u64 = 500;
 pub const DEFAULT_LIMIT: u64 = 100;
@@ -65,38 +122,48 @@ pub struct EventPage {
     pub has_more: bool,
 }
 
-/// Which event types a reader wants.
-struct Types(Vec<String>);
+/// Which event types a reader wants: `contact.created`, `deal.*`, `*`.
+pub struct TypeFilter(Vec<String>);
 
-impl Types {
-    fn parse(raw: Option<&str>) -> ApiResult<Self> {
-        let mut patterns = Vec::new();
-        for pattern in raw
+impl TypeFilter {
+    /// Patterns already checked (stored with a webhook).
+    pub fn of(patterns: Vec<String>) -> Self {
+        Self(patterns)
+    }
+
+    /// A comma-separated list (`types=` of the feed); `field` names it in a 400.
+    pub fn parse(raw: Option<&str>, field: &str) -> ApiResult<Self> {
+        let patterns: Vec<String> = raw
             .unwrap_or("*")
             .split(',')
             .map(str::trim)
             .filter(|p| !p.is_empty())
-        {
-            let valid = pattern == "*"
-                || pattern.split_once('.').is_some_and(|(resource, verb)| {
-                    !resource.is_empty()
-                        && resource.chars().all(|c| c.is_ascii_alphanumeric())
-                        && (verb == "*"
-                            || (!verb.is_empty()
-                                && verb.chars().all(|c| c.is_ascii_alphanumeric())))
+            .map(str::to_owned)
+            .collect();
+        Self::checked(patterns, field)
+    }
+
+    /// `patterns`, each a type, `resource.*` or `*`; 400 on `field` otherwise.
+    pub fn checked(patterns: Vec<String>, field: &str) -> ApiResult<Self> {
+        for pattern in &patterns {
+            let known = pattern == "*"
+                || TYPES.contains(&pattern.as_str())
+                || pattern.strip_suffix(".*").is_some_and(|resource| {
+                    TYPES.iter().any(|t| t.split('.').next() == Some(resource))
                 });
-            if !valid {
+            if !known {
                 return Err(ApiError::field(
-                    "types",
-                    format!("`{pattern}` is not an event type: `contact.created`, `deal.*` or `*`"),
+                    field,
+                    format!(
+                        "`{pattern}` is no event type: a type (`contact.created`), a resource's (`deal.*`) or `*`"
+                    ),
                 ));
             }
-            patterns.push(pattern.to_owned());
         }
         Ok(Self(patterns))
     }
 
-    fn admits(&self, kind: &str) -> bool {
+    pub fn admits(&self, kind: &str) -> bool {
         self.0.is_empty()
             || self.0.iter().any(|p| {
                 p == "*"
@@ -130,7 +197,7 @@ fn cursor_of(after: Option<String>) -> ApiResult<Option<String>> {
 
 /// The cursor of the newest moment the feed shows: events up to `at`, and
 /// none after (the greatest ULID of that millisecond).
-fn cursor_at(at: ids::Timestamp) -> String {
+pub fn cursor_at(at: ids::Timestamp) -> String {
     let ms = at.timestamp_millis().max(0) as u64;
     ulid::Ulid::from_parts(ms, (1u128 << 80) - 1).to_string()
 }
@@ -167,7 +234,7 @@ async fn page(
     after: Option<String>,
     upto: Option<String>,
     limit: usize,
-    types: &Types,
+    types: &TypeFilter,
 ) -> ApiResult<EventPage> {
     let range = match &upto {
         Some(upto) => SkRange::AtMost(upto.clone()),
@@ -197,7 +264,7 @@ async fn page(
 /// The caller's workspace's events after `q.after`, settled ([`SETTLE`]).
 pub async fn feed(store: &dyn Store, caller: &Caller, q: EventQuery) -> ApiResult<EventPage> {
     let limit = limit_of(q.limit)?;
-    let types = Types::parse(q.types.as_deref())?;
+    let types = TypeFilter::parse(q.types.as_deref(), "types")?;
     let after = cursor_of(q.after)?;
     let upto = cursor_at(ids::now() - SETTLE);
     if after.as_deref().is_some_and(|a| a >= upto.as_str()) {
@@ -214,6 +281,24 @@ pub async fn feed(store: &dyn Store, caller: &Caller, q: EventQuery) -> ApiResul
         events: None,
     };
     page(store, source, after, Some(upto), limit, &types).await
+}
+
+/// A page of workspace `ws`'s log after `after`, up to `upto` (a cursor),
+/// unsettled events included: for the dispatchers, which keep their own
+/// settled mark.
+pub async fn log_page(
+    store: &dyn Store,
+    ws: ids::WorkspaceId,
+    after: Option<String>,
+    upto: Option<String>,
+    limit: usize,
+) -> ApiResult<EventPage> {
+    let source = Source {
+        index: Index::TABLE,
+        partition: keys::events(ws),
+        events: None,
+    };
+    page(store, source, after, upto, limit, &TypeFilter(Vec::new())).await
 }
 
 /// The events of the record of type `R` at `key`, oldest first. The record
@@ -237,7 +322,7 @@ pub async fn history<R: Record>(
         partition: keys::history(ws, resource, &record.event_id()),
         events: Some(keys::events(ws)),
     };
-    page(store, source, after, None, limit, &Types(Vec::new())).await
+    page(store, source, after, None, limit, &TypeFilter(Vec::new())).await
 }
 
 /// What a reader that follows the feed from the start holds: each record's

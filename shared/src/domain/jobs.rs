@@ -5,9 +5,9 @@
 
 use async_trait::async_trait;
 
-use crate::domain::{dashboards, imports};
+use crate::domain::{dashboards, imports, webhooks};
 use crate::error::ApiResult;
-use crate::queue::{JobMessage, JobRunner};
+use crate::queue::{JobMessage, JobQueue, JobRunner};
 use crate::store::Store;
 
 /// What a job run did, for the worker's log line.
@@ -51,15 +51,34 @@ pub async fn run(store: &dyn Store, message: &JobMessage) -> ApiResult<Outcome> 
     }
 }
 
-/// The runner the local queue uses: [`run`].
-pub struct Jobs;
+/// The runner of the local queue (`crm serve`, tests), which carries both
+/// the jobs of [`run`] and the webhook deliveries (on AWS, two queues).
+pub struct Jobs {
+    pub webhooks: std::sync::Arc<crate::outbound::Settings>,
+}
+
+impl Jobs {
+    /// With the webhook settings of the environment.
+    pub fn from_env() -> Self {
+        Self {
+            webhooks: std::sync::Arc::new(crate::outbound::Settings::from_env()),
+        }
+    }
+}
 
 #[async_trait]
 impl JobRunner for Jobs {
-    async fn run(&self, store: &dyn Store, message: &JobMessage) -> Result<(), String> {
-        run(store, message)
-            .await
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+    async fn run(
+        &self,
+        store: &dyn Store,
+        queue: &dyn JobQueue,
+        message: &JobMessage,
+    ) -> Result<(), String> {
+        let outcome = if message.kind.as_deref() == Some(webhooks::KIND) {
+            webhooks::deliver(store, queue, &self.webhooks, message).await
+        } else {
+            run(store, message).await.map(|_| ())
+        };
+        outcome.map_err(|e| e.to_string())
     }
 }

@@ -22,6 +22,7 @@ pub mod sessions;
 pub mod tags;
 pub mod tokens;
 pub mod utility;
+pub mod webhooks;
 pub mod welcome;
 pub mod workspaces;
 

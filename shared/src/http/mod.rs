@@ -21,6 +21,7 @@ mod extract;
 mod idempotent;
 mod links;
 pub mod openapi;
+pub mod outgoing;
 mod reply;
 
 pub use create::Create;
@@ -62,6 +63,11 @@ pub struct AppState {
     pub(crate) ungated: SharedStore,
     /// What `ids::now` reads in this app's requests.
     pub clock: Arc<dyn ids::Clock>,
+    /// Where webhook deliveries go (retries, replays); `None` where none is
+    /// configured. Locally the same queue as the jobs'.
+    pub deliveries: Option<SharedQueue>,
+    /// How deliveries are made (the addresses allowed, the timeout).
+    pub webhooks: Arc<crate::outbound::Settings>,
 }
 
 impl AppState {
@@ -71,6 +77,8 @@ impl AppState {
             queue: None,
             ungated: store,
             clock: Arc::new(ids::SystemClock),
+            deliveries: None,
+            webhooks: Arc::new(crate::outbound::Settings::from_env()),
         }
     }
 
@@ -80,9 +88,25 @@ impl AppState {
         self
     }
 
+    /// `queue` for jobs and deliveries alike (`crm serve`, tests).
     pub fn with_queue(mut self, queue: SharedQueue) -> Self {
-        self.queue = Some(queue);
+        self.queue = Some(queue.clone());
+        self.deliveries = Some(queue);
         self
+    }
+
+    pub fn with_webhooks(mut self, settings: crate::outbound::Settings) -> Self {
+        self.webhooks = Arc::new(settings);
+        self
+    }
+
+    /// The delivery queue, or a 503 saying it is not configured.
+    pub fn deliveries(&self) -> Result<&dyn JobQueue, ApiError> {
+        self.deliveries.as_deref().ok_or_else(|| {
+            ApiError::unavailable(
+                "webhook deliveries are not configured here (CRM_WEBHOOK_QUEUE_URL)",
+            )
+        })
     }
 
     /// The job queue, or a 503 saying it is not configured.
@@ -201,6 +225,8 @@ pub struct Group {
     pub name: &'static str,
     routes: Vec<Route>,
     paths: BTreeMap<&'static str, MethodRouter<AppState>>,
+    /// What it POSTs to others (webhooks), for the document.
+    outgoing: Vec<outgoing::Outgoing>,
 }
 
 impl Group {
@@ -209,7 +235,20 @@ impl Group {
             name,
             routes: Vec::new(),
             paths: BTreeMap::new(),
+            outgoing: Vec::new(),
         }
+    }
+
+    /// The group POSTs payloads of type `T` named `names` to others: they are
+    /// the document's `webhooks`.
+    pub fn delivers<T: schemars::JsonSchema>(
+        mut self,
+        names: &'static [&'static str],
+        summary: &'static str,
+    ) -> Self {
+        self.outgoing
+            .push(outgoing::Outgoing::of::<T>(names, summary));
+        self
     }
 
     /// Serves `handler` at `method path`. Its argument and return types must

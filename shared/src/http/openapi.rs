@@ -57,6 +57,7 @@ pub(super) fn describe<I: OperationInput, O: OperationOutput>(
 pub fn document(groups: &[Group]) -> Value {
     let mut paths = serde_json::Map::new();
     let mut schemas = serde_json::Map::new();
+    let mut webhooks = serde_json::Map::new();
     in_context(|ctx| {
         for group in groups {
             for route in &group.routes {
@@ -97,6 +98,9 @@ pub fn document(groups: &[Group]) -> Value {
                 item[route.method.as_str().to_ascii_lowercase()] = operation;
             }
         }
+        let outgoing: Vec<&super::outgoing::Outgoing> =
+            groups.iter().flat_map(|g| &g.outgoing).collect();
+        webhooks = super::outgoing::section(ctx, &outgoing);
         for (name, mut schema) in ctx.schema.take_definitions(true) {
             drop_null_defaults(&mut schema);
             schemas.insert(name, schema);
@@ -111,6 +115,7 @@ pub fn document(groups: &[Group]) -> Value {
             "description": INTRODUCTION,
         },
         "paths": paths,
+        "webhooks": webhooks,
         "components": {
             "schemas": schemas,
             "securitySchemes": {

@@ -20,7 +20,12 @@
 //! | Audit counter     | `totalCount` of the admin list (shard 0; 1..7 read only, from before) | table | `AUDIT` | `COUNT#<shard>` |
 //! | Audit counter shard | the same, shard 1..15               | table | `AUDIT#COUNT#<shard>` | `COUNT#0`               |
 //! | Event             | the feed, in the order events happened (after a cursor) | table | `W#<ws>#EVENT` | `<ulid>`           |
-//! | Event             | one record's history, newest first     | gsi1  | `W#<ws>#HISTORY#<resource>#<id>` | `<ulid>`     |
+//! | Event             | one record's history, oldest first     | gsi1  | `W#<ws>#HISTORY#<resource>#<id>` | `<ulid>`     |
+//! | Webhook           | by id; list in creation order          | table | `W#<ws>#WEBHOOK`      | `wh_<ulid>`             |
+//! | Webhook           | every endpoint (the local dispatcher)  | gsi1  | `WEBHOOKS`            | `<ws>#wh_<ulid>`        |
+//! | Webhook health    | failing since; delivery slots (leases) | table | `W#<ws>#WEBHOOK#<id>` | `HEALTH`, `SLOT#<n:2>`  |
+//! | Delivery          | by id; an endpoint's, newest first     | table | `W#<ws>#DELIVERY#<webhook>` | `<ulid>`          |
+//! | Dispatch cursor   | the events the local dispatcher has read | table | `W#<ws>`            | `DISPATCHED`            |
 //! | Contact           | by id; list or time window by creation | table | `W#<ws>#CONTACT`      | `<id:16>`               |
 //! | Contact           | list by name                           | gsi1  | `W#<ws>#CONTACTNAME`  | `<folded name>#<id:16>` |
 //! | New contact       | `newContact=true`, by creation         | table | `W#<ws>#NEWCONTACT`   | `<id:16>`               |
@@ -64,7 +69,8 @@
 //! contact's own transaction, so they are never out of step with it.
 //!
 //! The token secret, the admin audit list, a checkout code and the churn-reason
-//! suggestions are the only keys that do not start with a workspace: a bearer
+//! suggestions are the only keys that do not start with a workspace (and the
+//! gsi1 list of every webhook endpoint): a bearer
 //! token arrives before its workspace is known, a payment provider's callback
 //! names only the code, and the operator's audit view and the suggestion list
 //! span workspaces by design.
@@ -73,11 +79,13 @@ mod contacts;
 mod counters;
 mod identity;
 mod records;
+mod webhooks;
 
 pub use contacts::*;
 pub use counters::*;
 pub use identity::*;
 pub use records::*;
+pub use webhooks::*;
 
 use crate::ids::WorkspaceId;
 use crate::store::{Index, Key};

@@ -75,10 +75,12 @@ pub struct Function {
     pub environment: BTreeMap<String, Value>,
     pub dynamodb_actions: BTreeSet<String>,
     pub reads_index: bool,
-    pub sends_jobs: bool,
+    /// The queues it sends to (their logical ids).
+    pub sends_to: BTreeSet<String>,
     pub log_retention: Value,
-    /// (batch size, response types) of its SQS event source.
-    pub queue_events: Option<(u64, Value)>,
+    /// What invokes it besides routes: a queue or the table's stream, with
+    /// the settings of the mapping ([`event_source`]).
+    pub event_source: Option<Value>,
     pub routes: BTreeSet<String>,
     pub alarms: BTreeSet<String>,
 }
@@ -89,8 +91,8 @@ pub struct Stack {
     pub parameters: BTreeSet<String>,
     pub table: Value,
     pub table_policies: (Value, Value),
-    pub job_queue: Value,
-    pub dead_letter_queue: Value,
+    /// Every SQS queue, by logical id.
+    pub queues: BTreeMap<String, Value>,
     pub api_throttling: (Value, Value),
     pub other_alarms: BTreeSet<String>,
     pub functions: BTreeMap<String, Function>,
@@ -108,8 +110,9 @@ impl Stack {
                 .filter(|k| *k != "BootstrapVersion")
                 .cloned()
                 .collect(),
-            job_queue: queue_of(t, "JobQueue"),
-            dead_letter_queue: queue_of(t, "JobDeadLetterQueue"),
+            queues: of_type(t, "AWS::SQS::Queue")
+                .map(|(id, _)| (id.clone(), queue_of(t, id)))
+                .collect(),
             ..Stack::default()
         };
         (stack.table, stack.table_policies) = table_of(t);
@@ -160,9 +163,47 @@ pub fn queue_of(template: &Value, name: &str) -> Value {
     let mut properties = resources(template)[name]["Properties"].clone();
     // The same target, named the same way in both.
     if let Some(redrive) = properties.get_mut("RedrivePolicy") {
-        redrive["deadLetterTargetArn"] = json!("JobDeadLetterQueue");
+        redrive["deadLetterTargetArn"] = json!(target(&redrive["deadLetterTargetArn"]));
     }
     properties
+}
+
+/// The logical id an `!GetAtt X.Attribute` (or `!Ref X`) names.
+pub fn target(value: &Value) -> String {
+    value["Fn::GetAtt"][0]
+        .as_str()
+        .or_else(|| value["Ref"].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// An event source mapping's settings as both templates write them (SAM's
+/// event properties and CloudFormation's mapping use the same names), its
+/// source and failure destination by logical id.
+pub fn event_source(source: &Value, settings: &Value) -> Value {
+    let mut normal = json!({ "source": target(source) });
+    for name in [
+        "StartingPosition",
+        "BatchSize",
+        "BisectBatchOnFunctionError",
+        "MaximumRetryAttempts",
+        "FunctionResponseTypes",
+    ] {
+        if let Some(value) = settings.get(name) {
+            normal[name] = value.clone();
+        }
+    }
+    if let Some(destination) = settings["DestinationConfig"]["OnFailure"].get("Destination") {
+        normal["OnFailure"] = json!(target(destination));
+    }
+    if let Some(filters) = settings["FilterCriteria"]["Filters"].as_array() {
+        let patterns: Vec<Value> = filters
+            .iter()
+            .map(|f| serde_json::from_str(f["Pattern"].as_str().unwrap()).unwrap())
+            .collect();
+        normal["Filters"] = json!(patterns);
+    }
+    normal
 }
 
 /// "Errors" of a function's alarm, or the metric and dimension of another.
@@ -197,7 +238,7 @@ pub fn dynamodb_of(statements: &[Value], function: &mut Function) {
                 function.reads_index |= statement["Resource"].to_string().contains("/index/gsi1");
             }
             if action == "sqs:SendMessage" {
-                function.sends_jobs = true;
+                function.sends_to.insert(target(&statement["Resource"]));
             }
         }
     }
@@ -239,8 +280,8 @@ pub fn from_sam(t: &Value) -> Stack {
             }
         }
         for policy in p["Policies"].as_array().into_iter().flatten() {
-            if policy.get("SQSSendMessagePolicy").is_some() {
-                f.sends_jobs = true;
+            if let Some(queue) = policy.get("SQSSendMessagePolicy") {
+                f.sends_to.insert(target(&queue["QueueName"]));
             }
             dynamodb_of(policy["Statement"].as_array().map_or(&[], |v| v), &mut f);
         }
@@ -265,12 +306,8 @@ pub fn from_sam(t: &Value) -> Stack {
                         e["Path"].as_str().unwrap()
                     ));
                 }
-                Some("SQS") => {
-                    f.queue_events = Some((
-                        e["BatchSize"].as_u64().unwrap(),
-                        e["FunctionResponseTypes"].clone(),
-                    ))
-                }
+                Some("SQS") => f.event_source = Some(event_source(&e["Queue"], e)),
+                Some("DynamoDB") => f.event_source = Some(event_source(&e["Stream"], e)),
                 _ => {}
             }
         }
@@ -355,10 +392,8 @@ pub fn from_cdk(t: &Value) -> Stack {
     for (_, mapping) in of_type(t, "AWS::Lambda::EventSourceMapping") {
         let p = &mapping["Properties"];
         let binary = &binaries[p["FunctionName"]["Ref"].as_str().unwrap()];
-        stack.functions.get_mut(binary).unwrap().queue_events = Some((
-            p["BatchSize"].as_u64().unwrap(),
-            p["FunctionResponseTypes"].clone(),
-        ));
+        stack.functions.get_mut(binary).unwrap().event_source =
+            Some(event_source(&p["EventSourceArn"], p));
     }
     alarms(t, &binaries, &mut stack);
     stack

@@ -1,0 +1,157 @@
+//! The webhooks group: endpoints (`/v3/webhooks`), their secrets, and their
+//! delivery logs. Deliveries themselves are made by the dispatcher and
+//! sender functions (locally, by `crm serve`).
+
+use axum::Json;
+use axum::extract::State;
+use shared::ApiError;
+use shared::auth::Caller;
+use shared::domain::events;
+use shared::domain::webhooks::{
+    CreatedWebhook, DeliveryPage, DeliveryQuery, DeliveryView, Replay, ReplayRequest,
+    RotatedSecret, WebhookCreate, WebhookPatch, WebhookView, endpoints, log,
+};
+use shared::http::{AppState, Body, Created, Group, InPath, Params, PathKey, Reply, created};
+use shared::page::ListPage;
+use shared::record::Event;
+
+pub fn group() -> Group {
+    Group::new("webhooks")
+        .post("/v3/webhooks", create)
+        .summary("Register a webhook endpoint (its secret is shown once)")
+        .extension()
+        .get("/v3/webhooks", list)
+        .summary("List the workspace's webhook endpoints")
+        .extension()
+        .get("/v3/webhooks/{id}", get)
+        .summary("Read a webhook endpoint")
+        .extension()
+        .patch("/v3/webhooks/{id}", update)
+        .summary("Change a webhook endpoint (url, types, enabled...)")
+        .extension()
+        .delete("/v3/webhooks/{id}", delete)
+        .summary("Delete a webhook endpoint")
+        .extension()
+        .post("/v3/webhooks/{id}/rotate-secret", rotate)
+        .summary("Make a new signing secret; the old one signs for 24 hours more")
+        .extension()
+        .post("/v3/webhooks/{id}/test", ping)
+        .summary("Send a webhook.ping event now and answer how it went")
+        .extension()
+        .get("/v3/webhooks/{id}/deliveries", deliveries)
+        .summary("List an endpoint's deliveries, newest first, with every attempt")
+        .extension()
+        .post("/v3/webhooks/{id}/deliveries/{deliveryId}/retry", retry)
+        .summary("Send a delivery again now")
+        .extension()
+        .post("/v3/webhooks/{id}/replay", replay)
+        .summary("Deliver again every matching event since a time")
+        .extension()
+        .delivers::<Event>(
+            events::TYPES,
+            "An event, POSTed to every endpoint that asked for its type",
+        )
+}
+
+shared::text_path_param!(
+    /// A delivery's id: `dlv_` and a ULID.
+    DeliveryId,
+    "deliveryId"
+);
+
+async fn create(
+    State(s): State<AppState>,
+    caller: Caller,
+    Body(input): Body<WebhookCreate>,
+) -> Result<Created<CreatedWebhook>, ApiError> {
+    Ok(created(
+        endpoints::create(s.store.as_ref(), &caller, &s.webhooks, input).await?,
+    ))
+}
+
+async fn list(State(s): State<AppState>, caller: Caller) -> Reply<ListPage<WebhookView>> {
+    Ok(Json(endpoints::list(s.store.as_ref(), &caller).await?))
+}
+
+async fn get(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathKey(id): PathKey,
+) -> Reply<WebhookView> {
+    let webhook = endpoints::find(s.store.as_ref(), &caller, &id, false).await?;
+    Ok(Json(WebhookView::from(&webhook)))
+}
+
+async fn update(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathKey(id): PathKey,
+    Body(patch): Body<WebhookPatch>,
+) -> Reply<WebhookView> {
+    let webhook = endpoints::update(s.store.as_ref(), &caller, &s.webhooks, &id, patch).await?;
+    Ok(Json(WebhookView::from(&webhook)))
+}
+
+async fn delete(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathKey(id): PathKey,
+) -> Reply<WebhookView> {
+    let webhook = endpoints::delete(s.store.as_ref(), &caller, &id).await?;
+    Ok(Json(WebhookView::from(&webhook)))
+}
+
+async fn rotate(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathKey(id): PathKey,
+) -> Reply<RotatedSecret> {
+    Ok(Json(
+        endpoints::rotate_secret(s.store.as_ref(), &caller, &id).await?,
+    ))
+}
+
+async fn ping(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathKey(id): PathKey,
+) -> Reply<DeliveryView> {
+    Ok(Json(
+        log::ping(s.store.as_ref(), &caller, &s.webhooks, &id).await?,
+    ))
+}
+
+async fn deliveries(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathKey(id): PathKey,
+    Params(q): Params<DeliveryQuery>,
+) -> Reply<DeliveryPage> {
+    Ok(Json(
+        log::deliveries(s.store.as_ref(), &caller, &id, q).await?,
+    ))
+}
+
+async fn retry(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathKey(id): PathKey,
+    InPath(delivery): InPath<DeliveryId>,
+) -> Reply<DeliveryView> {
+    let queue = s.deliveries()?;
+    Ok(Json(
+        log::retry(s.store.as_ref(), queue, &caller, &id, &delivery).await?,
+    ))
+}
+
+async fn replay(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathKey(id): PathKey,
+    Body(request): Body<ReplayRequest>,
+) -> Reply<Replay> {
+    let queue = s.deliveries()?;
+    Ok(Json(
+        log::replay(s.store.as_ref(), queue, &caller, &id, request).await?,
+    ))
+}

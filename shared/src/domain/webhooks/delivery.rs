@@ -1,0 +1,400 @@
+//! Deliveries: one per event and endpoint, each attempt kept (status,
+//! latency, the first 4 KB of the answer), retried on the schedule of
+//! [`outbound::Settings`] until the endpoint answers 2xx.
+//!
+//! A delivery is a job of the delivery queue (`webhookDelivery`, its id
+//! `<webhook>/<delivery>`). A run of it:
+//! 1. reads the delivery; one already done, or held by a live sender, is
+//!    left; one not yet due is sent back to the queue for the rest of its
+//!    wait (SQS holds a message 15 minutes at most);
+//! 2. takes one of the endpoint's delivery slots (at most
+//!    `CRM_WEBHOOK_CONCURRENCY` deliveries to one endpoint at a time; none
+//!    free: back to the queue in a second), and claims the delivery with a
+//!    lease, conditional on its version, so two runs of one message never
+//!    both send;
+//! 3. signs and POSTs the event, records the attempt, and schedules the next
+//!    one (the greater of the schedule's wait and a 429's or 503's
+//!    `Retry-After`), or stops: 2xx, `410 Gone` (which disables the
+//!    endpoint), the schedule run out, or every attempt failing for
+//!    `CRM_WEBHOOK_DISABLE_AFTER` (which disables it too).
+//!
+//! Every retry of an event carries the same `webhook-id` (the event's id), so
+//! a receiver drops what it already has.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::attempt::{Outcome, attempt};
+use super::record::{Health, Webhook};
+use super::{endpoints, slots};
+use crate::error::{ApiError, ApiResult};
+use crate::ids::{self, Timestamp, WorkspaceId};
+use crate::keys;
+use crate::outbound;
+use crate::queue::{JobMessage, JobQueue};
+use crate::record::{self, Event, Record, from_item, to_item};
+use crate::store::{Condition, Key, Store, StoreError, Write};
+
+/// The kind of a delivery's queue message.
+pub const KIND: &str = "webhookDelivery";
+
+/// The prefix of a delivery's id in the API.
+pub const ID_PREFIX: &str = "dlv_";
+
+/// Attempts kept on a delivery (the latest); `attemptCount` counts them all.
+const ATTEMPTS_KEPT: usize = 20;
+
+/// A sender's lease on a delivery lasts the attempt's timeout and this.
+const LEASE_MARGIN: Duration = Duration::from_secs(15);
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum DeliveryStatus {
+    /// Waiting for its first attempt or its next one (`nextAttemptAt`).
+    Pending,
+    /// An attempt is under way.
+    Sending,
+    /// The endpoint answered 2xx.
+    Succeeded,
+    /// No attempt left (`reason` says why); retry or replay to send again.
+    Failed,
+}
+
+/// One POST of a delivery.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Attempt {
+    /// 1 for the first attempt.
+    pub number: u32,
+    #[schemars(with = "crate::ids::Timestamp")]
+    #[serde(with = "ids::ts_format")]
+    pub at: Timestamp,
+    /// The answer's status; absent when there was none (`error`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_code: Option<u16>,
+    /// Why there was no answer: an address refused, no connection, the timeout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub latency_ms: u64,
+    /// The first 4 KB of the answer's body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Delivery {
+    /// A ULID: the event's cursor for the first delivery of an event (so
+    /// that dispatching it twice makes one), a new one for a replay or ping.
+    pub id: String,
+    pub workspace_id: WorkspaceId,
+    pub webhook_id: String,
+    /// The `webhook-id` of every attempt: the event's id.
+    pub event_id: String,
+    pub event_type: String,
+    /// Where the event is read at each attempt; absent for a ping.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_cursor: Option<String>,
+    /// The body of a ping (no event in the log).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<String>,
+    pub status: DeliveryStatus,
+    #[serde(default)]
+    pub attempts: Vec<Attempt>,
+    #[serde(default)]
+    pub attempt_count: u32,
+    #[serde(
+        default,
+        with = "ids::ts_format::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub next_attempt_at: Option<Timestamp>,
+    #[serde(
+        default,
+        with = "ids::ts_format::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub lease_until: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(with = "ids::ts_format")]
+    pub created_at: Timestamp,
+    pub version: u64,
+    /// Kept as long as events are.
+    pub ttl: i64,
+}
+
+impl Record for Delivery {
+    const TYPE: &'static str = "Delivery";
+    fn key(&self) -> Key {
+        keys::delivery(self.workspace_id, &self.webhook_id, &self.id)
+    }
+}
+
+impl Delivery {
+    /// The delivery of `event` to `webhook`, under `id`.
+    pub fn of(webhook: &Webhook, event: &Event, id: String) -> Self {
+        let now = ids::now();
+        Self {
+            id,
+            workspace_id: webhook.workspace_id,
+            webhook_id: webhook.id.clone(),
+            event_id: event.id.clone(),
+            event_type: event.kind.clone(),
+            event_cursor: Some(event.cursor.clone()),
+            payload: None,
+            status: DeliveryStatus::Pending,
+            attempts: Vec::new(),
+            attempt_count: 0,
+            next_attempt_at: None,
+            lease_until: None,
+            reason: None,
+            created_at: now,
+            version: 1,
+            ttl: (now + crate::record::event::RETENTION).timestamp(),
+        }
+    }
+
+    /// Its queue message.
+    pub fn message(&self) -> JobMessage {
+        JobMessage::new(
+            KIND,
+            self.workspace_id,
+            format!("{}/{}", self.webhook_id, self.id),
+        )
+    }
+
+    pub(super) fn stop(&mut self, status: DeliveryStatus, reason: Option<String>) {
+        self.status = status;
+        self.reason = reason;
+        self.next_attempt_at = None;
+        self.lease_until = None;
+    }
+
+    pub(super) fn record(&mut self, attempt: Attempt) {
+        self.attempt_count += 1;
+        self.attempts.push(attempt);
+        let over = self.attempts.len().saturating_sub(ATTEMPTS_KEPT);
+        self.attempts.drain(..over);
+    }
+}
+
+/// Writes `delivery` as version `version + 1` over `version` (`None`: new).
+/// `false`: someone else wrote it first.
+pub async fn save(
+    store: &dyn Store,
+    delivery: &mut Delivery,
+    version: Option<u64>,
+) -> ApiResult<bool> {
+    let condition = match version {
+        Some(v) => {
+            delivery.version = v + 1;
+            Condition::VersionIs(v)
+        }
+        None => Condition::NotExists,
+    };
+    let item = to_item(delivery)?;
+    match store
+        .write(vec![Write::Put {
+            item,
+            condition: Some(condition),
+        }])
+        .await
+    {
+        Ok(()) => Ok(true),
+        Err(StoreError::ConditionFailed { .. }) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+pub async fn read(
+    store: &dyn Store,
+    ws: WorkspaceId,
+    webhook: &str,
+    id: &str,
+) -> ApiResult<Option<Delivery>> {
+    record::get(store, &keys::delivery(ws, webhook, id), true).await
+}
+
+/// One run of a delivery's message (see the module's documentation).
+pub async fn deliver(
+    store: &dyn Store,
+    queue: &dyn JobQueue,
+    settings: &outbound::Settings,
+    message: &JobMessage,
+) -> ApiResult<()> {
+    let ws = message.workspace_id;
+    let (webhook_id, id) = message
+        .job_id
+        .split_once('/')
+        .ok_or_else(|| ApiError::bad_request("a delivery message names `<webhook>/<delivery>`"))?;
+    let Some(mut delivery) = read(store, ws, webhook_id, id).await? else {
+        return Ok(()); // expired, or its endpoint deleted
+    };
+    let now = ids::now();
+    match delivery.status {
+        DeliveryStatus::Succeeded | DeliveryStatus::Failed => return Ok(()),
+        DeliveryStatus::Sending if delivery.lease_until.is_some_and(|until| until > now) => {
+            return Ok(());
+        }
+        _ => {}
+    }
+    if let Some(wait) = delivery
+        .next_attempt_at
+        .and_then(|at| (at - now).to_std().ok())
+        .filter(|wait| *wait > Duration::from_millis(500))
+    {
+        return requeue(queue, message, wait).await;
+    }
+    let (webhook, health) = endpoint_and_health(store, ws, webhook_id).await?;
+    let read_version = delivery.version;
+    let Some(webhook) = webhook.filter(|w| w.enabled) else {
+        delivery.stop(
+            DeliveryStatus::Failed,
+            Some("the endpoint is disabled or deleted; replay to send again".into()),
+        );
+        save(store, &mut delivery, Some(read_version)).await?;
+        return Ok(());
+    };
+    let Some(slot) = slots::take(store, &webhook, settings).await? else {
+        let wait = Duration::from_millis(rand::random_range(500..1500));
+        return requeue(queue, message, wait).await;
+    };
+    delivery.status = DeliveryStatus::Sending;
+    delivery.lease_until =
+        Some(now + chrono::Duration::from_std(settings.timeout + LEASE_MARGIN).unwrap_or_default());
+    if !save(store, &mut delivery, Some(read_version)).await? {
+        slots::free(store, slot).await;
+        return Ok(()); // another run claimed it
+    }
+    let claimed = delivery.version;
+    let outcome = attempt(store, settings, &webhook, &delivery).await;
+    slots::free(store, slot).await;
+
+    let number = delivery.attempt_count + 1;
+    let mut disable = None;
+    let mut retry_in = None;
+    match &outcome {
+        Outcome::Gone(reason) => delivery.stop(DeliveryStatus::Failed, Some(reason.clone())),
+        Outcome::Tried(attempt, answer) => {
+            delivery.record(attempt.clone());
+            let status = attempt.status_code.unwrap_or(0);
+            if (200..300).contains(&status) {
+                delivery.stop(DeliveryStatus::Succeeded, None);
+            } else if status == 410 {
+                let reason = "the endpoint answered 410 Gone".to_owned();
+                delivery.stop(DeliveryStatus::Failed, Some(reason.clone()));
+                disable = Some(reason);
+            } else {
+                let asked = answer
+                    .as_ref()
+                    .filter(|a| a.status == 429 || a.status == 503)
+                    .and_then(|a| a.retry_after);
+                match settings.wait_before(number + 1) {
+                    Some(wait) => {
+                        let wait = asked.map_or(wait, |asked| asked.max(wait));
+                        delivery.status = DeliveryStatus::Pending;
+                        delivery.lease_until = None;
+                        delivery.next_attempt_at =
+                            Some(now + chrono::Duration::from_std(wait).unwrap_or_default());
+                        retry_in = Some(wait);
+                    }
+                    None => delivery.stop(
+                        DeliveryStatus::Failed,
+                        Some(format!(
+                            "every one of {} attempts failed",
+                            settings.attempts()
+                        )),
+                    ),
+                }
+            }
+        }
+    }
+    if !save(store, &mut delivery, Some(claimed)).await? {
+        return Ok(()); // its lease ran out and another run took it over
+    }
+    if let Some(wait) = retry_in {
+        requeue(queue, &delivery.message(), wait).await?;
+    }
+    if let Outcome::Tried(attempt, _) = &outcome {
+        let answered = attempt.status_code.is_some_and(|s| (200..300).contains(&s));
+        disable = disable.or(health_after(store, &webhook, health, answered, settings).await?);
+    }
+    if let Some(reason) = disable {
+        endpoints::disable(store, &webhook, reason).await?;
+    }
+    Ok(())
+}
+
+async fn requeue(queue: &dyn JobQueue, message: &JobMessage, wait: Duration) -> ApiResult<()> {
+    queue
+        .send_after(message, wait)
+        .await
+        .map_err(|e| ApiError::unavailable(format!("the delivery queue refused a message: {e}")))
+}
+
+/// The endpoint and its health, in one round trip.
+async fn endpoint_and_health(
+    store: &dyn Store,
+    ws: WorkspaceId,
+    webhook_id: &str,
+) -> ApiResult<(Option<Webhook>, Option<Health>)> {
+    let (endpoint, health) = (
+        keys::webhook(ws, webhook_id),
+        keys::webhook_health(ws, webhook_id),
+    );
+    let items = store.batch_get(&[endpoint.clone(), health]).await?;
+    let (mut webhook, mut state) = (None, None);
+    for item in items {
+        if Key::of(&item).as_ref() == Some(&endpoint) {
+            webhook = Some(from_item(item)?);
+        } else {
+            state = Some(from_item(item)?);
+        }
+    }
+    Ok((webhook, state))
+}
+
+/// Moves the endpoint's health after an attempt; `Some(reason)`: disable it.
+async fn health_after(
+    store: &dyn Store,
+    webhook: &Webhook,
+    health: Option<Health>,
+    answered: bool,
+    settings: &outbound::Settings,
+) -> ApiResult<Option<String>> {
+    let now = ids::now();
+    let key = keys::webhook_health(webhook.workspace_id, &webhook.id);
+    let write = match (answered, health) {
+        (true, Some(_)) => Write::Delete {
+            key,
+            condition: None,
+        },
+        (true, None) => return Ok(None),
+        (false, None) => {
+            let health = Health {
+                workspace_id: webhook.workspace_id,
+                webhook_id: webhook.id.clone(),
+                failing_since: now,
+            };
+            Write::Put {
+                item: to_item(&health)?,
+                condition: None,
+            }
+        }
+        (false, Some(health)) => {
+            let failing = (now - health.failing_since).to_std().unwrap_or_default();
+            if failing >= settings.disable_after {
+                let days = failing.as_secs_f64() / 86_400.0;
+                return Ok(Some(format!(
+                    "every attempt failed for {days:.1} days (since {})",
+                    ids::format_ts(&health.failing_since)
+                )));
+            }
+            return Ok(None);
+        }
+    };
+    store.write(vec![write]).await?;
+    Ok(None)
+}

@@ -1,0 +1,29 @@
+//! Webhooks: a workspace's events POSTed to the endpoints it registers,
+//! signed per the Standard Webhooks specification, at least once, retried
+//! for about three days, every attempt kept.
+//!
+//! - [`record`]: the endpoint (`/v3/webhooks`), its secrets and views;
+//! - [`endpoints`]: create, read, change, delete, rotate the secret;
+//! - [`dispatch`]: events to deliveries (from the table's stream on AWS,
+//!   from the log locally);
+//! - [`delivery`]: a delivery and its runs (an attempt each: `attempt`),
+//!   at most a few at a time per endpoint (`slots`);
+//! - [`log`]: the delivery log, a retry, a replay, a ping.
+//!
+//! The signing, the address checks and the POST itself know no resource:
+//! they are `crate::outbound`.
+
+mod attempt;
+pub mod delivery;
+pub mod dispatch;
+pub mod endpoints;
+pub mod log;
+pub mod record;
+mod slots;
+
+pub use delivery::{Attempt, Delivery, DeliveryStatus, KIND, deliver};
+pub use dispatch::{dispatch, follow};
+pub use log::{DeliveryPage, DeliveryQuery, DeliveryView, Replay, ReplayRequest};
+pub use record::{
+    CreatedWebhook, RotatedSecret, Webhook, WebhookCreate, WebhookPatch, WebhookView,
+};

@@ -1,0 +1,50 @@
+//! Webhook endpoints and their deliveries.
+
+use super::{collection, ws};
+use crate::ids::WorkspaceId;
+use crate::store::Key;
+
+pub fn webhook(workspace_id: WorkspaceId, id: &str) -> Key {
+    Key::new(webhooks(workspace_id), id)
+}
+
+pub fn webhooks(workspace_id: WorkspaceId) -> String {
+    collection(workspace_id, "WEBHOOK")
+}
+
+/// The gsi1 partition of every endpoint of the service: where the local
+/// dispatcher finds the workspaces it follows (on AWS, the stream does).
+pub const ALL_WEBHOOKS: &str = "WEBHOOKS";
+
+/// An endpoint's sort key in [`ALL_WEBHOOKS`].
+pub fn webhook_in_all(workspace_id: WorkspaceId, id: &str) -> String {
+    format!("{workspace_id}#{id}")
+}
+
+/// The state of an endpoint that is not its settings: since when every
+/// attempt failed.
+pub fn webhook_health(workspace_id: WorkspaceId, id: &str) -> Key {
+    Key::new(collection(workspace_id, &format!("WEBHOOK#{id}")), "HEALTH")
+}
+
+/// One of the `n` delivery slots of an endpoint (deliveries at a time).
+pub fn webhook_slot(workspace_id: WorkspaceId, id: &str, n: u32) -> Key {
+    Key::new(
+        collection(workspace_id, &format!("WEBHOOK#{id}")),
+        format!("SLOT#{n:02}"),
+    )
+}
+
+pub fn delivery(workspace_id: WorkspaceId, webhook: &str, id: &str) -> Key {
+    Key::new(deliveries(workspace_id, webhook), id)
+}
+
+/// An endpoint's deliveries, by id (the event's cursor, or a later ULID).
+pub fn deliveries(workspace_id: WorkspaceId, webhook: &str) -> String {
+    collection(workspace_id, &format!("DELIVERY#{webhook}"))
+}
+
+/// How far the local dispatcher has read a workspace's events.
+pub fn dispatched(workspace_id: WorkspaceId) -> Key {
+    Key::new(ws(workspace_id), "DISPATCHED")
+}

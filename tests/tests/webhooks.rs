@@ -1,0 +1,290 @@
+//! Webhooks: endpoints and their secrets; deliveries signed per Standard
+//! Webhooks (checked here by its reference library), at least once, retried
+//! with the same `webhook-id`; what disables an endpoint; the delivery log,
+//! a retry, a replay, a ping; and the addresses no delivery may reach.
+
+use api_tests::receiver::{Received, Receiver};
+use api_tests::serde_json::{Value, json};
+use api_tests::{TestApp, api_test, webhook_settings};
+
+/// An endpoint for `types` posting to `receiver`: its path and its secret.
+async fn endpoint(app: &TestApp, receiver: &Receiver, types: Value) -> (String, String) {
+    let created = app
+        .post(
+            "/v3/webhooks",
+            json!({ "url": receiver.url, "types": types, "description": "test" }),
+        )
+        .await
+        .expect(201);
+    let id = created["id"].as_str().unwrap();
+    assert!(id.starts_with("wh_"));
+    let secret = created["secret"].as_str().unwrap().to_owned();
+    (format!("/v3/webhooks/{id}"), secret)
+}
+
+/// The endpoint's delivery log once `done` holds of it (the receiver may
+/// answer before the delivery is written): 10 s at most.
+async fn log_when(app: &TestApp, path: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let mut log = Vec::new();
+    for _ in 0..500 {
+        log = app.get(&format!("{path}/deliveries")).await.expect(200)["data"]
+            .as_array()
+            .unwrap()
+            .clone();
+        if done(&log) {
+            return log;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("the delivery log never came to what was awaited: {log:?}");
+}
+
+fn kinds(received: &[Received]) -> Vec<String> {
+    received.iter().map(Received::kind).collect()
+}
+
+api_test! {
+    /// An endpoint is created with its secret (shown once), read, listed,
+    /// changed and deleted; its id and a bad address or type are checked.
+    async fn endpoints_are_managed_and_their_secret_shown_once(app) {
+        let receiver = Receiver::start().await;
+        let (path, secret) = endpoint(&app, &receiver, json!(["deal.*", "contact.created"])).await;
+        assert!(secret.starts_with("whsec_") && secret.len() >= 6 + 44, "{secret}");
+        let read = app.get(&path).await.expect(200);
+        assert_eq!(read["types"], json!(["contact.created", "deal.*"]));
+        assert_eq!((read["enabled"].clone(), read["importRows"].clone()), (json!(true), json!(false)));
+        assert!(read.get("secret").is_none(), "the secret is never answered again: {read}");
+        let list = app.get("/v3/webhooks").await.expect(200);
+        assert_eq!(list["totalCount"], 1);
+        assert!(list["data"][0].get("secret").is_none());
+        let changed = app.patch(&path, json!({ "enabled": false, "description": null })).await.expect(200);
+        assert_eq!(changed["enabled"], false);
+        assert!(changed.get("description").is_none());
+        app.post("/v3/webhooks", json!({ "url": "ftp://example.com/x" })).await.expect_field_error("url");
+        app.post("/v3/webhooks", json!({ "url": receiver.url, "types": ["deal."] })).await.expect_field_error("types");
+        app.post("/v3/webhooks", json!({ "url": receiver.url, "types": [] })).await.expect_field_error("types");
+        app.get("/v3/webhooks/wh_nope").await.expect_error(404);
+        let (_, other) = app.new_workspace("Other").await;
+        app.as_token(&other).get(&path).await.expect_error(404);
+        app.delete(&path).await.expect(200);
+        app.get(&path).await.expect_error(404);
+    }
+}
+
+api_test! {
+    /// Each change is delivered, signed so that the reference library
+    /// verifies it, with the event as the feed has it; only the types the
+    /// endpoint asked for.
+    async fn deliveries_are_signed_per_standard_webhooks(app) {
+        let app = app.delivering(webhook_settings()).await;
+        let receiver = Receiver::start().await;
+        let (_, secret) = endpoint(&app, &receiver, json!(["tag.*"])).await;
+        let tag = app.post("/v3/tags", json!({ "name": "VIP" })).await.expect(201);
+        let tag_path = format!("/v3/tags/{}", tag["id"].as_str().unwrap());
+        app.patch(&tag_path, json!({ "name": "Gold" })).await.expect(200);
+        app.a_contact().await; // not a tag: not delivered
+        app.delete(&tag_path).await.expect(200);
+        let got = receiver.wait_for("three tag events", |got| got.len() >= 3).await;
+        let mut kinds = kinds(&got);
+        kinds.sort();
+        assert_eq!(kinds, ["tag.created", "tag.deleted", "tag.updated"]);
+        for delivery in &got {
+            assert!(delivery.verifies_with(&secret), "{:?}", delivery.headers);
+            assert!(!delivery.verifies_with("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"));
+            let event = delivery.event();
+            assert_eq!(delivery.id(), event["id"].as_str().unwrap(), "webhook-id is the event's id");
+            assert_eq!(event["resourceId"], tag["id"]);
+            assert_eq!(delivery.headers["content-type"], "application/json");
+        }
+        let updated = got.iter().find(|r| r.kind() == "tag.updated").unwrap().event();
+        assert_eq!((updated["data"]["object"]["name"].clone(), updated["data"]["previous"]["name"].clone()), (json!("Gold"), json!("VIP")));
+        assert_eq!(updated["version"], 2);
+    }
+}
+
+api_test! {
+    /// A receiver that is down gets every event once it is back; each retry
+    /// of an event carries the same `webhook-id` and body; the log shows
+    /// every attempt.
+    async fn a_receiver_down_for_a_while_gets_every_event(app) {
+        let app = app.delivering(webhook_settings()).await;
+        let receiver = Receiver::start().await;
+        receiver.answer(503, None);
+        let (path, secret) = endpoint(&app, &receiver, json!(["tag.created"])).await;
+        for name in ["a", "b", "c"] {
+            app.post("/v3/tags", json!({ "name": name })).await.expect(201);
+        }
+        receiver.wait_for("two attempts of each", |got| got.len() >= 6).await;
+        receiver.answer(200, None);
+        let got = receiver.wait_for("each event accepted", |got| {
+            got.iter().filter(|r| r.answered == 200).count() >= 3
+        }).await;
+        let accepted: std::collections::BTreeSet<&str> = got.iter().filter(|r| r.answered == 200).map(Received::id).collect();
+        assert_eq!(accepted.len(), 3, "one accepted delivery per event");
+        for id in &accepted {
+            let tries: Vec<&Received> = got.iter().filter(|r| r.id() == *id).collect();
+            assert!(tries.len() >= 2, "{id} was retried");
+            assert!(tries.iter().all(|r| r.body == tries[0].body && r.verifies_with(&secret)));
+        }
+        let deliveries = log_when(&app, &path, |log| log.len() == 3 && log.iter().all(|d| d["status"] == "succeeded")).await;
+        for d in &deliveries {
+            assert_eq!(d["status"], "succeeded");
+            let attempts = d["attempts"].as_array().unwrap();
+            assert!(attempts.len() >= 2 && attempts[0]["statusCode"] == 503, "{d}");
+            assert_eq!(attempts.last().unwrap()["statusCode"], 200);
+            assert_eq!(attempts.last().unwrap()["response"], "status 200");
+            assert!(d["id"].as_str().unwrap().starts_with("dlv_"));
+        }
+    }
+}
+
+api_test! {
+    /// `410 Gone` disables the endpoint at once, and that is a
+    /// `webhook.disabled` event (delivered to the other endpoints).
+    async fn gone_disables_the_endpoint(app) {
+        let app = app.delivering(webhook_settings()).await;
+        let (gone, watcher) = (Receiver::start().await, Receiver::start().await);
+        let (path, _) = endpoint(&app, &gone, json!(["tag.*"])).await;
+        endpoint(&app, &watcher, json!(["webhook.disabled"])).await;
+        gone.answer(410, None);
+        app.post("/v3/tags", json!({ "name": "a" })).await.expect(201);
+        let got = watcher.wait_for("webhook.disabled", |got| !got.is_empty()).await;
+        let disabled = got[0].event();
+        assert_eq!(disabled["type"], "webhook.disabled");
+        assert_eq!(disabled["data"]["object"]["enabled"], false);
+        let endpoint = app.get(&path).await.expect(200);
+        assert_eq!(endpoint["enabled"], false);
+        assert!(endpoint["disabledReason"].as_str().unwrap().contains("410"), "{endpoint}");
+        assert_eq!(gone.received().len(), 1, "no retry after a 410");
+    }
+}
+
+api_test! {
+    /// An endpoint whose every attempt failed for `CRM_WEBHOOK_DISABLE_AFTER`
+    /// is disabled (here after 300 ms instead of five days).
+    async fn days_of_failures_disable_the_endpoint(app) {
+        let mut settings = webhook_settings();
+        settings.disable_after = std::time::Duration::from_millis(300);
+        settings.schedule = vec![std::time::Duration::from_millis(100); 20];
+        let app = app.delivering(settings).await;
+        let receiver = Receiver::start().await;
+        receiver.answer(500, None);
+        let (path, _) = endpoint(&app, &receiver, json!(["tag.*"])).await;
+        app.post("/v3/tags", json!({ "name": "a" })).await.expect(201);
+        let mut endpoint = Value::Null;
+        for _ in 0..500 {
+            endpoint = app.get(&path).await.expect(200);
+            if endpoint["enabled"] == false {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert_eq!(endpoint["enabled"], false, "{endpoint}");
+        assert!(endpoint["disabledReason"].as_str().unwrap().contains("every attempt failed"), "{endpoint}");
+    }
+}
+
+api_test! {
+    /// After a rotation each delivery is signed by both secrets until the
+    /// overlap ends; the new secret is shown once.
+    async fn a_rotation_signs_with_both_secrets(app) {
+        let app = app.delivering(webhook_settings()).await;
+        let receiver = Receiver::start().await;
+        let (path, old) = endpoint(&app, &receiver, json!(["tag.*"])).await;
+        let rotated = app.post(&format!("{path}/rotate-secret"), json!({})).await.expect(200);
+        let new = rotated["secret"].as_str().unwrap().to_owned();
+        assert_ne!(new, old);
+        assert!(rotated["previousSecretExpiresAt"].is_string());
+        app.post("/v3/tags", json!({ "name": "a" })).await.expect(201);
+        let got = receiver.wait_for("a delivery", |got| !got.is_empty()).await;
+        assert!(got[0].verifies_with(&new) && got[0].verifies_with(&old));
+        assert_eq!(got[0].headers["webhook-signature"].to_str().unwrap().split(' ').count(), 2);
+    }
+}
+
+api_test! {
+    /// A ping answers how it went; a delivery is sent again on request, and a
+    /// replay delivers every matching event since a time again, each with its
+    /// event's `webhook-id`.
+    async fn ping_retry_and_replay(app) {
+        let app = app.delivering(webhook_settings()).await;
+        let receiver = Receiver::start().await;
+        let (path, secret) = endpoint(&app, &receiver, json!(["tag.created"])).await;
+        let ping = app.post(&format!("{path}/test"), json!({})).await.expect(200);
+        assert_eq!((ping["eventType"].clone(), ping["status"].clone()), (json!("webhook.ping"), json!("succeeded")));
+        let since = api_tests::serde_json::to_value(chrono::Utc::now() - chrono::Duration::seconds(5)).unwrap();
+        for name in ["a", "b"] {
+            app.post("/v3/tags", json!({ "name": name })).await.expect(201);
+        }
+        receiver.wait_for("the ping and two events", |got| got.len() >= 3).await;
+        log_when(&app, &path, |log| log.len() == 3 && log.iter().all(|d| d["status"] == "succeeded")).await;
+        let log = app.get(&format!("{path}/deliveries?limit=1")).await.expect(200);
+        assert_eq!(log["data"].as_array().unwrap().len(), 1);
+        let newest = log["data"][0].clone();
+        let after = log["nextCursor"].as_str().unwrap();
+        let rest = app.get(&format!("{path}/deliveries?after={after}")).await.expect(200);
+        assert_eq!(rest["data"].as_array().unwrap().len(), 2, "{rest}");
+        let retried = app.post(&format!("{path}/deliveries/{}/retry", newest["id"].as_str().unwrap()), json!({})).await.expect(200);
+        assert_eq!(retried["status"], "pending");
+        let got = receiver.wait_for("the retry", |got| got.len() >= 4).await;
+        assert_eq!(got[3].id(), newest["eventId"].as_str().unwrap());
+        let replay = app.post(&format!("{path}/replay"), json!({ "since": since })).await.expect(200);
+        assert_eq!((replay["queued"].clone(), replay["hasMore"].clone()), (json!(2), json!(false)));
+        let got = receiver.wait_for("the replay", |got| got.len() >= 6).await;
+        assert!(got.iter().all(|r| r.verifies_with(&secret)));
+        let replayed: Vec<&str> = got[4..].iter().map(Received::id).collect();
+        let first: Vec<&str> = got[1..3].iter().map(Received::id).collect();
+        assert_eq!(replayed.iter().collect::<std::collections::BTreeSet<_>>(), first.iter().collect());
+        app.post(&format!("{path}/deliveries/dlv_nope/retry"), json!({})).await.expect_error(404);
+        app.post(&format!("{path}/replay"), json!({ "since": "yesterday" })).await.expect_field_error("since");
+    }
+}
+
+api_test! {
+    /// An import delivers its `import.completed` with its counts, not one
+    /// event per row, unless the endpoint opted in to rows.
+    async fn an_import_is_one_event(app) {
+        let app = app.delivering(webhook_settings()).await;
+        let (quiet, rows) = (Receiver::start().await, Receiver::start().await);
+        endpoint(&app, &quiet, json!(["*"])).await;
+        let created = app.post("/v3/webhooks", json!({ "url": rows.url, "types": ["contact.created", "import.completed"], "importRows": true })).await.expect(201);
+        assert_eq!(created["importRows"], true);
+        let contacts: Vec<Value> = (0..5).map(|i| json!({ "name": format!("C{i}"), "phone": format!("21 98888-00{i:02}") })).collect();
+        app.post("/v3/contacts/import", json!({ "contacts": contacts })).await.expect(201);
+        let got = quiet.wait_for("import.completed", |got| got.iter().any(|r| r.kind() == "import.completed")).await;
+        let completed = got.iter().find(|r| r.kind() == "import.completed").unwrap().event();
+        assert_eq!(completed["data"]["object"]["created"], 5, "{completed}");
+        rows.wait_for("five rows and the completion", |got| got.len() >= 6).await;
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        assert!(!kinds(&quiet.received()).iter().any(|k| k == "contact.created"), "{:?}", kinds(&quiet.received()));
+    }
+}
+
+api_test! {
+    /// No delivery reaches the inside: an address literal of a private class
+    /// is refused at creation, and a name that resolves to one is refused at
+    /// each delivery (the attempt says why), unless allowed for development.
+    async fn no_delivery_reaches_the_inside(app) {
+        let mut settings = webhook_settings();
+        settings.allow_private = false;
+        settings.schedule = vec![];
+        let app = app.delivering(settings).await;
+        for url in [
+            "https://169.254.169.254/latest/meta-data/", "https://127.0.0.1/", "https://10.1.2.3/",
+            "https://[::1]/", "https://[fd00:ec2::254]/", "https://[::ffff:169.254.169.254]/",
+            "https://[fe80::1]/", "https://192.168.0.1/", "http://hooks.example.com/",
+        ] {
+            let e = app.post("/v3/webhooks", json!({ "url": url })).await.expect_field_error("url");
+            assert!(e["message"].as_str().unwrap().contains("url"), "{e}");
+        }
+        let receiver = Receiver::start().await;
+        let port = receiver.url.rsplit(':').next().unwrap();
+        let created = app.post("/v3/webhooks", json!({ "url": format!("https://localhost:{port}"), "types": ["tag.*"] })).await.expect(201);
+        let path = format!("/v3/webhooks/{}", created["id"].as_str().unwrap());
+        app.post("/v3/tags", json!({ "name": "a" })).await.expect(201);
+        let failed = log_when(&app, &path, |log| log.first().is_some_and(|d| d["status"] == "failed")).await[0].clone();
+        let error = failed["attempts"][0]["error"].as_str().unwrap_or_default();
+        assert!(error.contains("loopback"), "{failed}");
+        assert!(receiver.received().is_empty());
+    }
+}
