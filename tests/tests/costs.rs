@@ -392,3 +392,39 @@ api_test! {
         assert_eq!(costs[0].read_units, costs[1].read_units);
     }
 }
+
+api_test! {
+    /// What a webhook delivery costs the table: dispatching a batch of events
+    /// reads the workspace's endpoints once (one Query) and writes one item
+    /// per delivery; an attempt reads the endpoint and its health, takes a
+    /// slot, claims the delivery, reads the event, records the outcome and
+    /// frees the slot. None of it grows with the workspace.
+    async fn a_webhook_delivery_costs_a_few_items(app) {
+        use shared::domain::{events, webhooks};
+        let receiver = api_tests::receiver::Receiver::start().await;
+        app.post("/v3/webhooks", json!({ "url": receiver.url, "types": ["tag.*"] })).await.expect(201);
+        for i in 0..3 {
+            app.post("/v3/tags", json!({ "name": format!("t{i}") })).await.expect(201);
+        }
+        let ws = shared::ids::WorkspaceId(1);
+        let log = events::log_page(app.store.as_ref(), ws, None, None, 100).await.unwrap();
+        let queue = api_tests::RecordingQueue::default();
+        let cost = cost_of(&app, || async {
+            assert_eq!(webhooks::dispatch(app.store.as_ref(), &queue, ws, &log.data).await.unwrap(), 3);
+        })
+        .await;
+        assert_eq!((cost.queries, cost.gets, cost.writes, cost.transactions), (1, 0, 3, 0), "{cost:?}");
+        assert_units(&app, "dispatch of 3", cost.write_units, 3.0);
+        let message = queue.0.lock().unwrap()[0].clone();
+        let settings = api_tests::webhook_settings();
+        let cost = cost_of(&app, || async {
+            webhooks::deliver(app.store.as_ref(), &queue, &settings, &message).await.unwrap();
+        })
+        .await;
+        // The delivery and its event (2 GetItems), the endpoint and its health
+        // (one BatchGetItem); the slot taken and freed, the claim, the outcome.
+        assert_eq!((cost.gets, cost.batch_gets, cost.queries, cost.writes), (2, 1, 0, 4), "{cost:?}");
+        assert_units(&app, "an attempt", cost.write_units, 4.0);
+        assert_eq!(receiver.received().len(), 1);
+    }
+}

@@ -202,3 +202,47 @@ api_test! {
         assert!(events.is_empty(), "{events:?}");
     }
 }
+
+/// docs/design.md's table of event types ("Events") names every type the
+/// service makes, and no other.
+#[test]
+fn the_docs_list_every_event_type() {
+    let design = include_str!("../../docs/design.md");
+    let table = design
+        .split("| resource | verbs |")
+        .nth(1)
+        .expect("the table");
+    // The backticked words of a cell, leaving out its remarks in brackets.
+    let words = |cell: &str| -> Vec<String> {
+        let mut plain = String::new();
+        let mut depth = 0;
+        for c in cell.chars() {
+            match c {
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                _ if depth == 0 => plain.push(c),
+                _ => {}
+            }
+        }
+        plain
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_owned)
+            .collect()
+    };
+    let mut listed = std::collections::BTreeSet::new();
+    for row in table.lines().skip(2).take_while(|l| l.starts_with('|')) {
+        let cells: Vec<&str> = row.split('|').collect();
+        for resource in words(cells[1]) {
+            for verb in words(cells[2]) {
+                listed.insert(format!("{resource}.{verb}"));
+            }
+        }
+    }
+    let types: std::collections::BTreeSet<String> = shared::domain::events::TYPES
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
+    assert_eq!(listed, types);
+}

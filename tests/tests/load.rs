@@ -135,6 +135,17 @@ api_test! {
             assert_eq!(total("/v3/campaigns").await, 3);
             assert_eq!(total("/v3/products").await, 2);
         }
+        // Every event the demo made is of a documented type (docs/design.md,
+        // "Events"), and the second load, which changed nothing, made none.
+        let log = shared::domain::events::log_page(app.store.as_ref(), shared::ids::WorkspaceId(1), None, None, 1000).await.unwrap();
+        assert!(!log.data.is_empty() && !log.has_more);
+        let mut created = std::collections::BTreeSet::new();
+        for event in &log.data {
+            assert!(shared::domain::events::TYPES.contains(&event.kind.as_str()), "undocumented type {}", event.kind);
+            if event.kind.ends_with(".created") {
+                assert!(created.insert((&event.resource, &event.resource_id)), "created twice: {event:?}");
+            }
+        }
         app.get("/v3/reports/sessions/demo-0000").await.expect(200);
         // The sessions name the demo's own tags, campaigns and deals.
         let lines: Vec<Value> = demo.lines().map(|l| api_tests::serde_json::from_str(l).unwrap()).collect();

@@ -48,6 +48,21 @@ async fn audited(app: &TestApp, action: &str) -> usize {
         .count()
 }
 
+/// The ids of the records that have a `<kind>.created` event in the log
+/// (read from the store: settled or not).
+async fn created_events(app: &TestApp, kind: &str) -> Vec<String> {
+    let ws = shared::ids::WorkspaceId(1);
+    let page = shared::domain::events::log_page(app.store.as_ref(), ws, None, None, 1000)
+        .await
+        .unwrap();
+    let kind = format!("{kind}.created");
+    page.data
+        .into_iter()
+        .filter(|e| e.kind == kind)
+        .map(|e| e.resource_id)
+        .collect()
+}
+
 fault_test! {
     /// A deal's transaction lands, and DynamoDB answers its resends "in
     /// progress" (the first attempt still settling): the store waits and
@@ -261,6 +276,12 @@ async fn under_load(app: &TestApp, faults: &api_tests::faults::Faults, seed: u64
             acknowledged.len() + extra,
             "{kind}: one audit entry each"
         );
+        // An event for each record made, none for a write that failed.
+        let mut events = created_events(app, kind).await;
+        events.sort();
+        let mut records: Vec<String> = stored.iter().map(|id| id.to_string()).collect();
+        records.sort();
+        assert_eq!(events, records, "{kind}: one event each");
     }
 }
 
