@@ -72,7 +72,7 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 token="crm_clients$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
 crm="${CARGO_TARGET_DIR:-target}/debug/crm"
 start() {
-  CRM_BOOTSTRAP_TOKEN="$token" RUST_LOG=warn "$crm" serve --in-memory --port "$port" >"$work/serve.log" 2>&1 &
+  CRM_BOOTSTRAP_TOKEN="$token" RUST_LOG=warn "$crm" serve --in-memory --webhooks-to-private --port "$port" >"$work/serve.log" 2>&1 &
   serve_pid=$!
   for _ in $(seq 1 150); do
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0

@@ -6,7 +6,12 @@ scripts/clients.sh: `python flow.py <base url> <token>`.
 """
 
 import datetime
+import pathlib
+import queue
+import socket
+import subprocess
 import sys
+import threading
 import time
 import uuid
 
@@ -17,6 +22,7 @@ from crm_api_client.api.dashboards import dashboards_create, dashboards_get_snap
 from crm_api_client.api.deals import deals_create, deals_list, deals_update
 from crm_api_client.api.reports import reports_list, reports_put
 from crm_api_client.api.tags import tags_create
+from crm_api_client.api.webhooks import webhooks_create, webhooks_deliveries, webhooks_ping
 from crm_api_client.models import (
     ContactInput,
     CreateDashboard,
@@ -33,6 +39,7 @@ from crm_api_client.models import (
     MetricName,
     SessionInput,
     Widget,
+    WebhookCreate,
 )
 from crm_api_client.types import Response
 
@@ -52,6 +59,38 @@ def until(what: str, read, done):
             return value
         time.sleep(0.05)
     raise SystemExit(f"{what}: not done in time")
+
+
+def webhooks(c: AuthenticatedClient) -> None:
+    """An endpoint on this machine (crm serve --webhooks-to-private), served by
+    the README's receiver, which verifies every delivery: a ping, then a tag's
+    event, each printed once verified."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    created = ok(
+        webhooks_create.sync_detailed(client=c, body=WebhookCreate(url=f"http://127.0.0.1:{port}/hooks", types=["tag.*"])),
+        "webhook",
+    )
+    assert created.secret.startswith("whsec_")
+    receiver_py = pathlib.Path(__file__).parents[2] / "examples" / "webhook_receiver.py"
+    receiver = subprocess.Popen([sys.executable, str(receiver_py), created.secret, str(port)], stdout=subprocess.PIPE, text=True)
+    lines: "queue.Queue[str]" = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line.split()[1]) for line in receiver.stdout], daemon=True).start()
+    try:
+        until("the receiver", lambda: socket.socket().connect_ex(("127.0.0.1", port)), lambda refused: refused == 0)
+        ping = ok(webhooks_ping.sync_detailed(created.id, client=c), "ping")
+        assert ping.status.value == "succeeded", ping.to_dict()
+        assert lines.get(timeout=10) == "webhook.ping"
+        ok(tags_create.sync_detailed(client=c, body=CreateTag(name="Hooked")), "tag for the webhook")
+        assert lines.get(timeout=10) == "tag.created"
+        until(
+            "the deliveries",
+            lambda: ok(webhooks_deliveries.sync_detailed(created.id, client=c), "deliveries"),
+            lambda page: len(page.data) == 2 and all(d.status.value == "succeeded" for d in page.data),
+        )
+    finally:
+        receiver.kill()
 
 
 def main(base: str, token: str) -> None:
@@ -138,6 +177,8 @@ def main(base: str, token: str) -> None:
 
         issued = ok(api_tokens_create.sync_detailed(client=c, body=CreateToken(name="reader")), "token")
         assert issued.token.startswith("crm_")
+
+        webhooks(c)
     print("the Python flow passed")
 
 
