@@ -13,7 +13,8 @@
 # the server's CPU per request, at 16, 64 and 256 connections each
 # (bench/src/bin/local.rs; about 10 minutes), and the API's own cost per
 # request in process,
-# without the network (bench/src/bin/router.rs).
+# without the network (bench/src/bin/router.rs), and webhooks from commit to a
+# local receiver (bench/src/bin/webhooks.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/dynamodb-local.sh
@@ -112,6 +113,19 @@ fi
   echo "2 cores, and move by 10-20% from run to run; these move by a few percent."
   echo
   target/release/bench-router
+  echo
+  echo "### Webhooks from \`crm serve\`"
+  echo
+  echo "\`bench-webhooks\`: \`crm serve\` (release, on a folder, \`--webhooks-to-private\`)"
+  echo "delivering \`tag.created\` to a receiver on loopback that answers 204. Latency is"
+  echo "from a create's request being sent to its event's POST arriving: the commit,"
+  echo "the follower's next look at the log (every 100 ms), the queue, the signed"
+  echo "POST. First creates one at a time at a steady pace, then a burst from many"
+  echo "connections, which the endpoint's delivery slots (\`CRM_WEBHOOK_CONCURRENCY\`)"
+  echo "drain; events delivered per second is the burst over the time from its first"
+  echo "request to its last arrival. Goal: p50 under 1 s at a steady pace."
+  echo
+  target/release/bench-webhooks --crm target/release/crm
   # Sections written by hand or by scripts/package-sizes.sh are kept.
   if [ -f "$out" ]; then sed -n '/^<!-- kept by scripts\/bench.sh -->$/,$p' "$out"; fi
 } >"$out.tmp"
