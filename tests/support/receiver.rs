@@ -2,7 +2,7 @@
 //! every request it gets and answers the status it is told (200 at first),
 //! and checks deliveries with the Standard Webhooks reference library.
 
-use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -51,6 +51,11 @@ struct State {
     got: Mutex<Vec<Received>>,
     status: AtomicU16,
     retry_after: Mutex<Option<String>>,
+    /// While set, requests are kept waiting for their answer.
+    held: AtomicBool,
+    released: tokio::sync::Notify,
+    in_flight: AtomicUsize,
+    most_in_flight: AtomicUsize,
 }
 
 pub struct Receiver {
@@ -91,6 +96,22 @@ impl Receiver {
         self.state.status.store(status, Ordering::SeqCst);
     }
 
+    /// Keeps every request waiting for its answer until [`Receiver::release`]:
+    /// a slow endpoint.
+    pub fn hold(&self) {
+        self.state.held.store(true, Ordering::SeqCst);
+    }
+
+    pub fn release(&self) {
+        self.state.held.store(false, Ordering::SeqCst);
+        self.state.released.notify_waiters();
+    }
+
+    /// The most requests it has had at once.
+    pub fn most_at_once(&self) -> usize {
+        self.state.most_in_flight.load(Ordering::SeqCst)
+    }
+
     pub fn received(&self) -> Vec<Received> {
         self.state.got.lock().unwrap().clone()
     }
@@ -122,6 +143,16 @@ impl Receiver {
 }
 
 async fn answer(state: &State, request: http::Request<Incoming>) -> Response<Full<Bytes>> {
+    let now = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+    state.most_in_flight.fetch_max(now, Ordering::SeqCst);
+    while state.held.load(Ordering::SeqCst) {
+        let released = state.released.notified();
+        if !state.held.load(Ordering::SeqCst) {
+            break;
+        }
+        released.await;
+    }
+    state.in_flight.fetch_sub(1, Ordering::SeqCst);
     let (parts, body) = request.into_parts();
     let body = body
         .collect()

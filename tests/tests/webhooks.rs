@@ -139,6 +139,50 @@ api_test! {
 }
 
 api_test! {
+    /// A `429` (or `503`) with `Retry-After` is tried again no sooner than
+    /// it asks, though the schedule's next wait is shorter.
+    async fn retry_after_is_honoured(app) {
+        let app = app.delivering(webhook_settings()).await;
+        let receiver = Receiver::start().await;
+        receiver.answer(429, Some("2"));
+        let (path, _) = endpoint(&app, &receiver, json!(["tag.created"])).await;
+        app.post("/v3/tags", json!({ "name": "a" })).await.expect(201);
+        let log = log_when(&app, &path, |log| log.len() == 1 && log[0]["attemptCount"] == 1 && log[0]["status"] == "pending").await;
+        let at = |v: &Value| chrono::DateTime::parse_from_rfc3339(v.as_str().unwrap()).unwrap();
+        let (first, next) = (at(&log[0]["attempts"][0]["at"]), at(&log[0]["nextAttemptAt"]));
+        assert!(next - first >= chrono::Duration::seconds(2), "the next attempt at {next}, the first at {first}");
+        receiver.answer(200, None);
+        let log = log_when(&app, &path, |log| log[0]["status"] == "succeeded").await;
+        assert!(at(&log[0]["attempts"][1]["at"]) - first >= chrono::Duration::seconds(2), "{log:?}");
+    }
+}
+
+api_test! {
+    /// A slow endpoint holds at most `CRM_WEBHOOK_CONCURRENCY` deliveries at a
+    /// time and delays no other endpoint's: the fast one gets every event
+    /// while the slow one still holds its first.
+    async fn a_slow_endpoint_delays_no_other(app) {
+        let mut settings = webhook_settings();
+        settings.concurrency = 2;
+        let app = app.delivering(settings).await;
+        let (slow, fast) = (Receiver::start().await, Receiver::start().await);
+        slow.hold();
+        endpoint(&app, &slow, json!(["tag.created"])).await;
+        endpoint(&app, &fast, json!(["tag.created"])).await;
+        for i in 0..8 {
+            app.post("/v3/tags", json!({ "name": format!("t{i}") })).await.expect(201);
+        }
+        fast.wait_for("all eight", |got| got.len() == 8).await;
+        // Long enough for a delivery with no free slot to come back from the queue.
+        tokio::time::sleep(std::time::Duration::from_millis(1600)).await;
+        assert_eq!(slow.most_at_once(), 2, "two deliveries at a time to the slow endpoint");
+        slow.release();
+        slow.wait_for("all eight, once released", |got| got.len() >= 8).await;
+        assert_eq!(slow.most_at_once(), 2);
+    }
+}
+
+api_test! {
     /// `410 Gone` disables the endpoint at once, and that is a
     /// `webhook.disabled` event (delivered to the other endpoints).
     async fn gone_disables_the_endpoint(app) {

@@ -296,8 +296,9 @@ pub async fn deliver(
                         let wait = asked.map_or(wait, |asked| asked.max(wait));
                         delivery.status = DeliveryStatus::Pending;
                         delivery.lease_until = None;
+                        // Counted from the answer, not from this run's start.
                         delivery.next_attempt_at =
-                            Some(now + chrono::Duration::from_std(wait).unwrap_or_default());
+                            Some(ids::now() + chrono::Duration::from_std(wait).unwrap_or_default());
                         retry_in = Some(wait);
                     }
                     None => delivery.stop(
