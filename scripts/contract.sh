@@ -88,3 +88,21 @@ CRM_CONTRACT_TOKEN="$token" CRM_CONTRACT_TOKEN_ID="$own_token_id" \
   --suppress-health-check all "$@"
 # The run must have called with a live token to the end (see contract_hooks.py).
 token_id >/dev/null || { echo "$0: the run's token was revoked during the run" >&2; exit 1; }
+
+# The second pass: every change the document has, sent with a read-only
+# token (`*:read`). A 2xx is a failure (contract_hooks.no_write_with_a_read_only_token).
+read_only=$(python3 -c 'import json, sys, urllib.request
+body = json.dumps({"name": "contract read-only", "scopes": ["*:read"]}).encode()
+request = urllib.request.Request(sys.argv[1] + "/v3/api-tokens", data=body, method="POST",
+    headers={"Authorization": "Bearer " + sys.argv[2], "Content-Type": "application/json"})
+print(json.load(urllib.request.urlopen(request))["token"])' "$base" "$token")
+echo "== schemathesis with a read-only token: no change answers 2xx" >&2
+CRM_CONTRACT_TOKEN="$read_only" CRM_CONTRACT_READ_ONLY=1 \
+  SCHEMATHESIS_HOOKS=contract_hooks PYTHONPATH=scripts \
+  "$venv/bin/schemathesis" --config-file "$config" run "$base/openapi.json" \
+  --include-method-regex '^(POST|PUT|PATCH|DELETE)$' \
+  --phases examples,coverage,fuzzing \
+  --max-examples "${CONTRACT_READ_ONLY_EXAMPLES:-5}" --max-time 90 \
+  --seed "$seed" \
+  --workers 2 --no-color \
+  --suppress-health-check all "$@"

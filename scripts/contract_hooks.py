@@ -12,6 +12,9 @@ and once it sent `DELETE /v3/api-tokens/{id}` with the id of the token it
 calls with, every later request of the run was a 401 (schemathesis then
 warned "Authentication failed" and most of the run tested only the token
 check). That one request is sent with a well-formed id of no token instead.
+
+In the second pass (CRM_CONTRACT_READ_ONLY=1) the token holds `*:read` alone,
+and every change must be refused: a 2xx fails the run.
 """
 
 import itertools
@@ -31,6 +34,16 @@ def before_call(context, case, kwargs):
         value = headers[name]
         if name.lower() == "idempotency-key" and isinstance(value, str) and _WELL_FORMED.match(value):
             headers[name] = f"contract-{next(_fresh)}"
+
+
+if os.environ.get("CRM_CONTRACT_READ_ONLY") == "1":
+
+    @schemathesis.check
+    def no_write_with_a_read_only_token(ctx, response, case):
+        if case.method.upper() != "GET" and 200 <= response.status_code < 300:
+            raise AssertionError(
+                f"{case.method} {case.path} answered {response.status_code} to a token holding only *:read"
+            )
 
 
 _OWN_TOKEN_ID = os.environ.get("CRM_CONTRACT_TOKEN_ID")

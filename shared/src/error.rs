@@ -26,6 +26,8 @@ pub struct ApiError {
     pub details: Vec<FieldProblem>,
     /// Seconds a client should wait before retrying (429, 503).
     pub retry_after: Option<u32>,
+    /// The scopes that would have been accepted (a 403 for want of one).
+    pub accepted_scopes: Option<String>,
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
@@ -37,6 +39,7 @@ impl ApiError {
             message: message.into(),
             details: Vec::new(),
             retry_after: None,
+            accepted_scopes: None,
         }
     }
 
@@ -164,6 +167,12 @@ impl IntoResponse for ApiError {
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        if let Some(scopes) = self
+            .accepted_scopes
+            .and_then(|s| HeaderValue::from_str(&s).ok())
+        {
+            response.headers_mut().insert("x-accepted-scopes", scopes);
         }
         response
     }

@@ -22,7 +22,7 @@ api_test! {
         assert_eq!(created["prefix"], json!(&token[..8]));
         assert_eq!(created["name"], "CI");
         assert_eq!(created["workspaceId"], 1);
-        assert_eq!(created["scopes"], json!([]));
+        assert_eq!(created["scopes"], json!(["*:write"]), "an admin's token without scopes: the workspace's");
         assert!(created["id"].as_str().is_some_and(|id| id.len() == 26), "a ULID: {created}");
         let info = app.as_token(&token).get("/v3/workspaces/info").await.expect(200);
         assert_eq!(info["workspaceId"], 1);

@@ -54,6 +54,30 @@ fn every_served_route_is_an_operation_and_nothing_else_is() {
     assert_eq!(served, documented);
 }
 
+/// Every operation declares what its caller needs (a scope, any token, or
+/// nothing), and the document shows it in its security requirement.
+#[test]
+fn every_operation_declares_its_scope() {
+    let document = generated();
+    for group in crm::groups() {
+        for route in group.routes() {
+            let (method, path) = (route.method.as_str().to_ascii_lowercase(), route.path);
+            let need = route.need.unwrap_or_else(|| {
+                panic!("{method} {path} declares no scope (Group::scoped or Group::needs)")
+            });
+            let security = &document["paths"][path][&method]["security"];
+            let expected = match need {
+                shared::auth::Need::Public => serde_json::Value::Null,
+                shared::auth::Need::Token => serde_json::json!([{ "bearer": [] }]),
+                shared::auth::Need::Scope(scope) => {
+                    serde_json::json!([{ "bearer": [scope.to_string()] }])
+                }
+            };
+            assert_eq!(security, &expected, "{method} {path}");
+        }
+    }
+}
+
 #[test]
 fn every_operation_is_described_in_full() {
     let document = generated();
@@ -78,11 +102,19 @@ fn every_operation_is_described_in_full() {
             );
             let public = path == "/openapi.json" || path.starts_with("/docs");
             if !public {
-                assert_eq!(
-                    operation["security"][0]["bearer"],
-                    serde_json::json!([]),
-                    "{method} {path}"
-                );
+                // The scope it needs, or none for a route any token may call.
+                let scopes = operation["security"][0]["bearer"].as_array().unwrap();
+                assert!(scopes.len() <= 1, "{method} {path}");
+                if let Some(scope) = scopes.first() {
+                    assert!(
+                        scope
+                            .as_str()
+                            .unwrap()
+                            .parse::<shared::auth::Scope>()
+                            .is_ok()
+                    );
+                    assert!(responses.contains_key("403"), "{method} {path}");
+                }
                 assert!(
                     responses.contains_key("401") && responses.contains_key("default"),
                     "{method} {path}"

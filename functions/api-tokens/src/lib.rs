@@ -1,18 +1,24 @@
-//! The API-token group: create (the secret is shown once), list, revoke.
+//! The API-token group: create (the secret is shown once), list, revoke,
+//! and the caller's own token.
 
 use axum::Json;
 use axum::extract::State;
-use shared::auth::Caller;
+use shared::auth::{Caller, Need, Resource};
 use shared::domain::tokens::{self, CreateToken, IssuedToken, TokenView};
 use shared::http::{AppState, Body, Created, Group, Params, PathKey, Reply, created};
 use shared::page::{ListPage, OffsetQuery};
 
 pub fn group() -> Group {
     Group::new("api-tokens")
+        .scoped(Resource::ApiTokens)
         .post("/v3/api-tokens", create)
         .summary("Create an API token (the secret is shown once)")
         .get("/v3/api-tokens", list)
         .summary("List the workspace's API tokens")
+        .get("/v3/api-tokens/self", current)
+        .summary("The caller's own token: name, scopes, expiry (never the secret)")
+        .extension()
+        .needs(Need::Token)
         .delete("/v3/api-tokens/{id}", revoke)
         .summary("Revoke an API token")
 }
@@ -42,4 +48,8 @@ async fn revoke(
     PathKey(id): PathKey,
 ) -> Reply<TokenView> {
     Ok(Json(tokens::revoke(s.store.as_ref(), &caller, &id).await?))
+}
+
+async fn current(State(s): State<AppState>, caller: Caller) -> Reply<TokenView> {
+    Ok(Json(tokens::current(s.store.as_ref(), &caller).await?))
 }

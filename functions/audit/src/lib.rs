@@ -2,17 +2,19 @@
 
 use axum::Json;
 use axum::extract::State;
-use shared::auth::Caller;
+use shared::auth::{Caller, Need, Resource};
 use shared::domain::audit::{self, AuditEntry};
 use shared::http::{AppState, Group, Params, PathKey, Reply};
 use shared::page::{ListPage, OffsetQuery};
 
 pub fn group() -> Group {
     Group::new("audit")
+        .scoped(Resource::Audit)
         .get("/v3/audit", list)
         .summary("List the workspace's audit entries, newest first")
         .get("/v3/audit/admin", list_all)
         .summary("List every workspace's audit entries (admin)")
+        .needs(Need::ADMIN)
         .get("/v3/audit/{id}", get)
         .summary("Read an audit entry")
 }

@@ -2,13 +2,14 @@
 
 use axum::Json;
 use axum::extract::State;
-use shared::auth::Caller;
+use shared::auth::{Caller, Resource};
 use shared::domain::business_hours::{self, BusinessHourView};
 use shared::http::{AppState, Group, Params, PathId, Reply};
 use shared::page::{ListPage, OffsetQuery};
 
 pub fn group() -> Group {
     Group::new("business-hours")
+        .scoped(Resource::BusinessHours)
         .get("/v3/business-hours", list)
         .summary("List business hours")
         .get("/v3/business-hours/{id}", get)

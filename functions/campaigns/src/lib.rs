@@ -3,7 +3,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use shared::auth::Caller;
+use shared::auth::{Caller, Resource};
 use shared::domain::campaigns::{
     self, Action, Campaign, CampaignInput, CampaignQuery, ResultsReport,
 };
@@ -15,6 +15,7 @@ use shared::page::ListPage;
 
 pub fn group() -> Group {
     Group::new("campaigns")
+        .scoped(Resource::Campaigns)
         .get("/v3/campaigns", list)
         .summary("List campaigns (name, channelId, status)")
         .post("/v3/campaigns", create)

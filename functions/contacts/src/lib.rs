@@ -4,7 +4,7 @@
 use axum::Json;
 use axum::extract::State;
 use shared::ApiError;
-use shared::auth::Caller;
+use shared::auth::{Caller, Resource};
 use shared::domain::contacts::{
     self, ContactInput, ContactInputV1, ContactListItem, ContactQuery, ContactV1, ContactV3,
     Creation, V1Query, WindowQuery,
@@ -18,6 +18,7 @@ use shared::page::{CursorPage, ListPage};
 
 pub fn group() -> Group {
     Group::new("contacts")
+        .scoped(Resource::Contacts)
         .get("/v3/contacts", list)
         .summary("List contacts (search, filters, sort)")
         .post("/v3/contacts", create)

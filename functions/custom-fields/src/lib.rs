@@ -2,13 +2,14 @@
 
 use axum::Json;
 use axum::extract::State;
-use shared::auth::Caller;
+use shared::auth::{Caller, Resource};
 use shared::domain::custom_fields::{self, CustomFieldV1, CustomFieldView};
 use shared::http::{AppState, Group, Params, PathId, Reply};
 use shared::page::{CursorPage, CursorQuery, ListPage, OffsetQuery};
 
 pub fn group() -> Group {
     Group::new("custom-fields")
+        .scoped(Resource::CustomFields)
         .get("/v3/custom-fields", list)
         .summary("List custom fields")
         .get("/v3/custom-fields/{id}", get)

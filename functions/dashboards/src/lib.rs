@@ -3,13 +3,14 @@
 use axum::Json;
 use axum::extract::State;
 use shared::ApiError;
-use shared::auth::Caller;
+use shared::auth::{Caller, Resource};
 use shared::domain::dashboards::{self, CreateDashboard, CreateSnapshot, DashboardView, Snapshot};
 use shared::http::{AppState, Body, Created, Group, InPath, Params, Reply, created};
 use shared::page::{ListPage, OffsetQuery};
 
 pub fn group() -> Group {
     Group::new("dashboards")
+        .scoped(Resource::Dashboards)
         .post("/v3/dashboards", create)
         .reads_back("/v3/dashboards/{id}")
         .summary("Create a dashboard")

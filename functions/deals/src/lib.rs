@@ -3,7 +3,7 @@
 use axum::Json;
 use axum::extract::State;
 use shared::ApiError;
-use shared::auth::Caller;
+use shared::auth::{Caller, Resource};
 use shared::domain::deals::{self, DealCreate, DealPatch, DealQuery, DealView};
 use shared::domain::events::{EventPage, HistoryQuery};
 use shared::http::{
@@ -13,6 +13,7 @@ use shared::page::ListPage;
 
 pub fn group() -> Group {
     Group::new("deals")
+        .scoped(Resource::Deals)
         .get("/v3/deals", list)
         .summary("List deals (flat, nested or JSON filters)")
         .post("/v3/deals", create)

@@ -3,12 +3,13 @@
 
 use axum::Json;
 use axum::extract::State;
-use shared::auth::Caller;
+use shared::auth::{Caller, Resource};
 use shared::domain::events::{self, EventPage, EventQuery};
 use shared::http::{AppState, Group, Params, Reply};
 
 pub fn group() -> Group {
     Group::new("events")
+        .scoped(Resource::Events)
         .get("/v3/events", feed)
         .summary("Follow the workspace's events, in the order they happened")
         .extension()

@@ -3,13 +3,14 @@
 
 use axum::Json;
 use axum::extract::State;
-use shared::auth::Caller;
+use shared::auth::{Caller, Resource};
 use shared::domain::products::{self, PatchProduct, ProductView};
 use shared::http::{AppState, Body, Group, Params, PathId, Reply};
 use shared::page::{ListPage, OffsetQuery};
 
 pub fn group() -> Group {
     Group::new("products")
+        .scoped(Resource::Products)
         .get("/v3/products", list)
         .summary("List products")
         .extension()

@@ -3,12 +3,13 @@
 
 use axum::Json;
 use axum::extract::State;
-use shared::auth::Caller;
+use shared::auth::{Caller, Resource};
 use shared::domain::sessions::{self, Session, SessionInput, SessionList, SessionQuery};
 use shared::http::{AppState, Body, Group, Grouped, PathKey, Reply, Saved};
 
 pub fn group() -> Group {
     Group::new("reports")
+        .scoped(Resource::Reports)
         .get("/v3/reports/sessions", list)
         .summary("Report on sessions (every filter, with a summary)")
         .get("/v3/reports/sessions/{id}", get)

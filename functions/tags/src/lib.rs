@@ -2,7 +2,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use shared::auth::Caller;
+use shared::auth::{Caller, Resource};
 use shared::domain::tags::{self, CreateTag, CreateTagV1, PatchTag, PatchTagV1, TagV1, TagV3};
 use shared::http::{
     AppState, Body, Created, Group, Linked, Params, PathId, Reply, created, next_link,
@@ -11,6 +11,7 @@ use shared::page::{CursorQuery, ListPage, OffsetQuery};
 
 pub fn group() -> Group {
     Group::new("tags")
+        .scoped(Resource::Tags)
         .get("/v3/tags", list)
         .summary("List tags")
         .post("/v3/tags", create)

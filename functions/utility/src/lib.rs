@@ -3,7 +3,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use shared::auth::Caller;
+use shared::auth::{Caller, Need, Resource};
 use shared::domain::billing::{self, OrderView};
 use shared::domain::redirects::{self, CreateRedirectSession, RedirectSessionView};
 use shared::domain::utility::{self, StoreCheck, Time, UtcTime};
@@ -13,12 +13,16 @@ use shared::page::{ListPage, OffsetQuery};
 
 pub fn group() -> Group {
     Group::new("utility")
+        .scoped(Resource::Workspaces)
         .get("/v3/time", time)
         .summary("The server's local time")
+        .needs(Need::Token)
         .get("/v3/time/utc", utc)
         .summary("The server's UTC time")
+        .needs(Need::Token)
         .get("/v3/test-store", test_store)
         .summary("Check the store")
+        .needs(Need::Token)
         .get("/v3/orders", orders)
         .summary("List orders (completed checkout links), newest first")
         .post("/v3/redirect-session", create_redirect)

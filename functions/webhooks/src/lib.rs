@@ -5,7 +5,7 @@
 use axum::Json;
 use axum::extract::State;
 use shared::ApiError;
-use shared::auth::Caller;
+use shared::auth::{Caller, Resource};
 use shared::domain::events;
 use shared::domain::webhooks::{
     CreatedWebhook, DeliveryPage, DeliveryQuery, DeliveryView, Replay, ReplayRequest,
@@ -17,6 +17,7 @@ use shared::record::Event;
 
 pub fn group() -> Group {
     Group::new("webhooks")
+        .scoped(Resource::Webhooks)
         .post("/v3/webhooks", create)
         .summary("Register a webhook endpoint (its secret is shown once)")
         .extension()

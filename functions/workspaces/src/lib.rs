@@ -6,7 +6,7 @@ mod billing;
 
 use axum::Json;
 use axum::extract::State;
-use shared::auth::Caller;
+use shared::auth::{Caller, Need, Resource};
 use shared::domain::churn::{self, AddReasons, ChurnReasonView, ReasonParam};
 use shared::domain::welcome::{self, SendWelcome, WelcomeMessage};
 use shared::domain::workspaces::{
@@ -20,15 +20,19 @@ use shared::page::ListPage;
 
 pub fn group() -> Group {
     Group::new("workspaces")
+        .scoped(Resource::Workspaces)
         .get("/v3/workspaces/info", info)
         .summary("Read the caller's workspace")
         .post("/v3/workspaces", create)
         .summary("Create a workspace and its first token (admin)")
+        .needs(Need::ADMIN)
         .extension()
         .post("/v3/workspaces/promote-testing/{id}", promote_testing)
         .summary("Move a workspace to testing (admin)")
+        .needs(Need::ADMIN)
         .post("/v3/workspaces/demote-testing/{id}", demote_testing)
         .summary("Move a workspace back to production (admin)")
+        .needs(Need::ADMIN)
         .post("/v3/workspaces/send-welcome-message", send_welcome)
         // A duplicate writes nothing, so one read back was sent.
         .read_back(ReadBackRoute {
@@ -55,6 +59,7 @@ pub fn group() -> Group {
             billing::complete_link,
         )
         .summary("Complete a checkout link into an order (admin)")
+        .needs(Need::ADMIN)
         .extension()
         .get("/v3/workspaces/churn-reasons/suggestions", churn_reasons)
         .summary("List churn reasons")
@@ -63,11 +68,13 @@ pub fn group() -> Group {
             add_churn_reasons,
         )
         .summary("Add churn reasons (admin)")
+        .needs(Need::ADMIN)
         .delete(
             "/v3/workspaces/churn-reasons/suggestions",
             remove_churn_reason,
         )
         .summary("Remove a churn reason (admin)")
+        .needs(Need::ADMIN)
 }
 
 async fn info(State(s): State<AppState>, caller: Caller) -> Reply<WorkspaceView> {

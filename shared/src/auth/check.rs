@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::{Identity, TokenSecret};
+use super::{Identity, Need, TokenSecret};
 use crate::error::ApiError;
 use crate::ids::{self, WorkspaceId};
 use crate::keys;
@@ -27,8 +27,9 @@ pub struct TokenCheck(Arc<Check>);
 
 struct Check {
     verdict: tokio::sync::OnceCell<Result<Identity, ApiError>>,
-    /// The ungated store, the token's SHA-256 and the workspace it names.
-    lookup: Option<(SharedStore, String, Option<WorkspaceId>)>,
+    /// The ungated store, the token's SHA-256, the workspace it names and
+    /// what the operation needs.
+    lookup: Option<(SharedStore, String, Option<WorkspaceId>, Need)>,
 }
 
 impl fmt::Debug for TokenCheck {
@@ -55,11 +56,16 @@ impl TokenCheck {
     }
 
     /// The read of the record of the token hashed `sha256`, not yet sent; it
-    /// must belong to `named` when the token names a workspace.
-    pub(super) fn pending(store: SharedStore, sha256: String, named: Option<WorkspaceId>) -> Self {
+    /// must belong to `named` when the token names a workspace, and grant `need`.
+    pub(super) fn pending(
+        store: SharedStore,
+        sha256: String,
+        named: Option<WorkspaceId>,
+        need: Need,
+    ) -> Self {
         Self(Arc::new(Check {
             verdict: tokio::sync::OnceCell::new(),
-            lookup: Some((store, sha256, named)),
+            lookup: Some((store, sha256, named, need)),
         }))
     }
 
@@ -80,7 +86,7 @@ impl TokenCheck {
 
 impl Check {
     async fn look_up(&self) -> Result<Identity, ApiError> {
-        let Some((store, sha256, named)) = &self.lookup else {
+        let Some((store, sha256, named, need)) = &self.lookup else {
             return Err(ApiError::internal("a settled token check has no lookup"));
         };
         // Strongly consistent: a revoked token fails on its very next request.
@@ -98,11 +104,13 @@ impl Check {
         if secret.expires_at.is_some_and(|at| at <= ids::now()) {
             return Err(ApiError::unauthorized("token expired"));
         }
-        Ok(Identity {
+        let identity = Identity {
             workspace_id: secret.workspace_id,
             token_id: secret.token_id,
             scopes: secret.scopes,
-        })
+        };
+        identity.allows(*need)?;
+        Ok(identity)
     }
 }
 

@@ -14,6 +14,7 @@
 //! before its handler runs.
 
 mod check;
+mod scope;
 mod token;
 
 use axum::http::HeaderMap;
@@ -21,19 +22,13 @@ use axum::http::header::AUTHORIZATION;
 use serde::{Deserialize, Serialize};
 
 pub use check::{Gated, TokenCheck};
+pub use scope::{Need, Resource, Scope, grants};
 pub use token::{TOKEN_PREFIX, TokenShape, generate_token, hash_token, token_shape};
 
 use crate::error::ApiError;
 use crate::ids::WorkspaceId;
 use crate::ids::{self, Timestamp};
 use crate::store::SharedStore;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Scope {
-    /// Operator endpoints: workspaces, the admin audit, admin tokens.
-    Admin,
-}
 
 /// Who a token is, once its record has been read.
 #[derive(Debug, Clone)]
@@ -45,7 +40,20 @@ pub struct Identity {
 
 impl Identity {
     pub fn is_admin(&self) -> bool {
-        self.scopes.contains(&Scope::Admin)
+        self.has(Scope::Admin)
+    }
+
+    /// Whether its scopes grant `scope` ([`grants`]).
+    pub fn has(&self, scope: Scope) -> bool {
+        grants(&self.scopes, scope)
+    }
+
+    /// `Ok` when it may do what `need` asks, the 403 naming the scope otherwise.
+    pub fn allows(&self, need: Need) -> Result<(), ApiError> {
+        match need.scope() {
+            Some(scope) if !self.has(scope) => Err(scope::missing(scope)),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -152,10 +160,12 @@ impl Caller {
     /// HEAD) with a token that names its workspace does not wait for the
     /// lookup: the check is registered as the request's gate, and its reads
     /// go out beside it ([`check`]). Any other waits for the verdict here.
+    /// The verdict holds only if the token's scopes grant `need`.
     pub async fn authenticate(
         headers: &HeaderMap,
         reads_only: bool,
         store: SharedStore,
+        need: Need,
     ) -> Result<Self, ApiError> {
         let token = bearer(headers)?;
         let named = match token_shape(token) {
@@ -164,7 +174,7 @@ impl Caller {
             TokenShape::Legacy => None,
         };
         let request_id = crate::context::request_id().unwrap_or_else(ids::new_ulid);
-        let check = TokenCheck::pending(store, hash_token(token), named);
+        let check = TokenCheck::pending(store, hash_token(token), named, need);
         match named {
             Some(workspace_id) if reads_only && crate::context::set_gate(check.clone()) => {
                 Ok(Caller {

@@ -3,7 +3,8 @@
 //!
 //! Each token is two items written together: the listed record in its
 //! workspace, and the secret item keyed by the SHA-256 that authentication reads.
-//! Revoking deletes both. Minting or revoking an admin token needs an admin token.
+//! Revoking deletes both. A token gives another no scope it does not hold
+//! itself, and revokes none that holds more (docs/design.md, "Scopes").
 
 use serde::{Deserialize, Serialize};
 use validator::Validate;
@@ -97,12 +98,21 @@ pub struct IssuedToken {
     pub token: String,
 }
 
+/// The scopes as they act: none stored (a token made before scopes) is `*:write`.
+fn acting(scopes: Vec<Scope>) -> Vec<Scope> {
+    if scopes.is_empty() {
+        vec![Scope::WriteAll]
+    } else {
+        scopes
+    }
+}
+
 impl From<ApiToken> for TokenView {
     fn from(t: ApiToken) -> Self {
         Self {
             id: t.id,
             name: t.name,
-            scopes: t.scopes,
+            scopes: acting(t.scopes),
             prefix: t.prefix,
             workspace_id: t.workspace_id,
             created_by: t.created_by,
@@ -121,8 +131,9 @@ pub struct CreateToken {
         custom(function = "crate::validate::not_blank")
     )]
     pub name: String,
-    #[serde(default)]
-    pub scopes: Vec<Scope>,
+    /// What the token may do (at least one). Absent: the scopes of the token
+    /// that creates it (`*:write` for an admin's). None it does not hold.
+    pub scopes: Option<Vec<Scope>>,
     /// When the token stops working (RFC 3339, in the future). Absent: never.
     #[schemars(with = "Option<crate::ids::Timestamp>")]
     #[serde(default, with = "ids::ts_format::option")]
@@ -182,12 +193,24 @@ pub fn issue(
 }
 
 pub async fn create(store: &dyn Store, caller: &Caller, input: CreateToken) -> ApiResult<Issued> {
-    let mut scopes = input.scopes;
+    let creator = caller.identity().await?;
+    let mut scopes = match input.scopes {
+        Some(scopes) if scopes.is_empty() => {
+            return Err(ApiError::field(
+                "scopes",
+                "must name at least one scope (leave it out for the creating token's own)",
+            ));
+        }
+        Some(scopes) => scopes,
+        None if creator.is_admin() => vec![Scope::WriteAll],
+        None => acting(creator.scopes.clone()),
+    };
+    scopes.sort();
     scopes.dedup();
-    if scopes.contains(&Scope::Admin) && !caller.is_admin().await? {
-        return Err(ApiError::forbidden(
-            "only an admin token can create an admin token",
-        ));
+    if let Some(more) = scopes.iter().find(|s| !creator.has(**s)) {
+        return Err(ApiError::forbidden(format!(
+            "a token cannot give a scope it does not hold: `{more}`"
+        )));
     }
     if input.expires_at.is_some_and(|at| at <= ids::now()) {
         return Err(ApiError::field("expiresAt", "must be in the future"));
@@ -238,15 +261,32 @@ pub async fn revoke(store: &dyn Store, caller: &Caller, id: &str) -> ApiResult<T
         "API token",
     )
     .await?;
-    if token.scopes.contains(&Scope::Admin) && !caller.is_admin().await? {
-        return Err(ApiError::forbidden(
-            "only an admin token can revoke an admin token",
-        ));
+    let revoker = caller.identity().await?;
+    if let Some(more) = acting(token.scopes.clone())
+        .iter()
+        .find(|s| !revoker.has(**s))
+    {
+        return Err(ApiError::forbidden(format!(
+            "a token cannot revoke one that holds a scope it does not: `{more}`"
+        )));
     }
     let mut m = Mutation::new(caller);
     m.delete_record(&token, "API token")
         .remove(keys::token_secret(&token.sha256))
         .count_list(&keys::counter(caller.workspace_id, LIST), -1);
     m.commit(store, "apiToken.revoke", "apiToken", id).await?;
+    Ok(token.into())
+}
+
+/// `GET /v3/api-tokens/self`: the caller's own token, never its secret.
+pub async fn current(store: &dyn Store, caller: &Caller) -> ApiResult<TokenView> {
+    let id = caller.token_id().await?;
+    let token: ApiToken = record::find(
+        store,
+        &keys::token(caller.workspace_id, id),
+        false,
+        "API token",
+    )
+    .await?;
     Ok(token.into())
 }

@@ -150,7 +150,7 @@ pub async fn create(
                 caller.token_id().await?,
                 id,
                 &token_name,
-                Vec::new(),
+                vec![Scope::WriteAll],
                 None,
                 None,
             )?;

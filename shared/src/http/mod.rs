@@ -2,7 +2,7 @@
 //! extractors that turn every bad input into a 400 naming the field, and the
 //! request context (request id, one log line per request).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -32,6 +32,7 @@ pub use extract::{
 
 pub use reply::{Created, Linked, Reply, Saved, created, next_link};
 
+use crate::auth::{Caller, Need, Resource, Scope};
 pub use crate::context::current_request_id;
 use crate::error::ApiError;
 pub use crate::error::parse_json;
@@ -68,6 +69,8 @@ pub struct AppState {
     pub deliveries: Option<SharedQueue>,
     /// How deliveries are made (the addresses allowed, the timeout).
     pub webhooks: Arc<crate::outbound::Settings>,
+    /// What each route needs of its caller, by method and path ([`app`] fills it).
+    needs: Arc<HashMap<(Method, &'static str), Need>>,
 }
 
 impl AppState {
@@ -79,7 +82,18 @@ impl AppState {
             clock: Arc::new(ids::SystemClock),
             deliveries: None,
             webhooks: Arc::new(crate::outbound::Settings::from_env()),
+            needs: Arc::default(),
         }
+    }
+
+    /// What the route at `method path` (a route's path, `{id}` and all) needs.
+    fn need_of(&self, method: &Method, path: &str) -> Option<Need> {
+        let method = if method == Method::HEAD {
+            &Method::GET
+        } else {
+            method
+        };
+        self.needs.get(&(method.clone(), path)).copied()
     }
 
     /// The app's requests read `clock` ([`ids::now`]): a test's manual clock.
@@ -155,7 +169,10 @@ async fn around(State(served): State<Served>, req: Request, next: Next) -> Respo
         request_id.clone(),
         ids::with_clock(clock, async {
             let response = match limits(req).await {
-                Ok(req) => idempotent::idempotent(served, req, next).await,
+                Ok(mut req) => match authenticate(&served.state, &mut req).await {
+                    Ok(()) => idempotent::idempotent(served, req, next).await,
+                    Err(refused) => refused.into_response(),
+                },
                 Err(refused) => refused,
             };
             // Nothing leaves before the token holds, even from a handler that read nothing.
@@ -178,6 +195,28 @@ async fn around(State(served): State<Served>, req: Request, next: Next) -> Respo
     response
 }
 
+/// Authenticates the request as its route needs ([`Route::need`]), before
+/// anything else reads it: no token, a token that does not hold, or one
+/// without the scope is answered here (a read's token check goes out beside
+/// its reads, see [`Caller::authenticate`]). The caller is left in the
+/// request's extensions for the handler.
+async fn authenticate(state: &AppState, req: &mut Request) -> Result<(), ApiError> {
+    let Some(path) = req.extensions().get::<MatchedPath>() else {
+        return Ok(()); // no route: the fallback's 404
+    };
+    let need = state
+        .need_of(req.method(), path.as_str())
+        .unwrap_or(Need::Scope(Scope::Admin)); // undeclared: closed
+    if need == Need::Public {
+        return Ok(());
+    }
+    let reads_only = matches!(*req.method(), Method::GET | Method::HEAD);
+    let caller =
+        Caller::authenticate(req.headers(), reads_only, state.ungated.clone(), need).await?;
+    req.extensions_mut().insert(caller);
+    Ok(())
+}
+
 /// One route of a group, and what describes it in the OpenAPI document.
 pub struct Route {
     pub method: Method,
@@ -187,6 +226,10 @@ pub struct Route {
     pub summary: Option<&'static str>,
     /// Not in the original API specification.
     pub extension: bool,
+    /// What its caller needs: from the group's resource and the method
+    /// (`GET`: `<resource>:read`, others `<resource>:write`), or declared
+    /// with [`Group::needs`]. `None`: undeclared, which a test refuses.
+    pub need: Option<Need>,
     /// Where a keyed retry reads this create's answer again when the first
     /// answer was not kept ([`crate::idempotency`]).
     pub read_back: Option<ReadBackRoute>,
@@ -223,6 +266,8 @@ macro_rules! method_shorthands {
 /// template and the OpenAPI document can be generated from them.
 pub struct Group {
     pub name: &'static str,
+    /// The resource whose scopes its routes need ([`Group::scoped`]).
+    resource: Option<Resource>,
     routes: Vec<Route>,
     paths: BTreeMap<&'static str, MethodRouter<AppState>>,
     /// What it POSTs to others (webhooks), for the document.
@@ -233,10 +278,26 @@ impl Group {
     pub fn new(name: &'static str) -> Self {
         Self {
             name,
+            resource: None,
             routes: Vec::new(),
             paths: BTreeMap::new(),
             outgoing: Vec::new(),
         }
+    }
+
+    /// Its routes need `resource`'s scopes: `<resource>:read` to `GET`,
+    /// `<resource>:write` for any other method. Call before adding routes.
+    pub fn scoped(mut self, resource: Resource) -> Self {
+        self.resource = Some(resource);
+        self
+    }
+
+    /// The route added last needs `need` instead of its group's scope.
+    pub fn needs(mut self, need: Need) -> Self {
+        if let Some(route) = self.routes.last_mut() {
+            route.need = Some(need);
+        }
+        self
     }
 
     /// The group POSTs payloads of type `T` named `names` to others: they are
@@ -263,7 +324,15 @@ impl Group {
         let filter = MethodFilter::try_from(method.clone()).expect("a standard HTTP method");
         let router = self.paths.remove(path).unwrap_or_default();
         self.paths.insert(path, router.on(filter, handler));
+        let need = self.resource.map(|resource| {
+            Need::Scope(if method == Method::GET {
+                Scope::Read(resource)
+            } else {
+                Scope::Write(resource)
+            })
+        });
         self.routes.push(Route {
+            need,
             method,
             path,
             operation_id: std::any::type_name::<H>().replace("::", "."),
@@ -326,7 +395,14 @@ impl Group {
 }
 
 /// The application of some groups: one group in a Lambda, all of them in `crm serve`.
-pub fn app(state: AppState, groups: Vec<Group>) -> Router {
+pub fn app(mut state: AppState, groups: Vec<Group>) -> Router {
+    state.needs = Arc::new(
+        groups
+            .iter()
+            .flat_map(|g| g.routes())
+            .filter_map(|r| Some(((r.method.clone(), r.path), r.need?)))
+            .collect(),
+    );
     let read_backs: Vec<(&'static str, ReadBackRoute)> = groups
         .iter()
         .flat_map(|g| g.routes())

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use super::Group;
 use super::extract::{Body, Grouped, InPath, MaybeBody, Params, PathId, PathKey, PathParam};
-use crate::auth::Caller;
+use crate::auth::{Caller, Need};
 use crate::error::{ApiError, ErrorBody};
 use crate::query::GroupedQuery;
 
@@ -84,6 +84,7 @@ pub fn document(groups: &[Group]) -> Value {
                         .extensions
                         .insert("x-extension".into(), json!(true));
                 }
+                security(ctx, &mut operation, route.need);
                 let item = paths
                     .entry(route.path.to_owned())
                     .or_insert_with(|| json!({}));
@@ -130,6 +131,34 @@ pub fn document(groups: &[Group]) -> Value {
     super::links::add_links(&mut document);
     super::clients::apply(&mut document);
     document
+}
+
+/// The operation's security requirement names the scope it needs, and a
+/// scoped operation may answer 403; a public one has none.
+fn security(ctx: &mut GenContext, operation: &mut Operation, need: Option<Need>) {
+    match need {
+        Some(Need::Public) => operation.security = Vec::new(),
+        Some(need) => {
+            let scopes = need
+                .scope()
+                .map(|s| vec![s.to_string()])
+                .unwrap_or_default();
+            operation.security = vec![[("bearer".to_owned(), scopes)].into()];
+            if let Some(scope) = need.scope() {
+                let responses = operation.responses.get_or_insert_with(Default::default);
+                let refusal = error_response(
+                    ctx,
+                    &format!(
+                        "The token lacks `{scope}` (`X-Accepted-Scopes` lists the scopes that grant it)"
+                    ),
+                );
+                responses
+                    .responses
+                    .insert(StatusCode::Code(403), ReferenceOr::Item(refusal));
+            }
+        }
+        None => {}
+    }
 }
 
 /// A parameter left out is absent, never `null`: `Option<T>` in a query or a
