@@ -50,7 +50,9 @@ data="$cache/contract-data"
 rm -rf "$data"
 CRM_BOOTSTRAP_TOKEN="$token" "$crm" load examples/demo.jsonl --shift-times --data "$data" >"$log" 2>&1 \
   || { cat "$log" >&2; exit 1; }
+# The limits as deployed, with room for the fuzzer's rate (tests/tests/limits.rs holds them).
 CRM_BOOTSTRAP_TOKEN="$token" RUST_LOG=${CONTRACT_LOG:-warn} \
+  CRM_RATE_LIMIT_TOKEN=1000000/10s CRM_RATE_LIMIT_WORKSPACE=1000000/10s \
   "$crm" serve --data "$data" --port "$port" >>"$log" 2>&1 &
 serve_pid=$!
 trap 'kill "$serve_pid" 2>/dev/null || true; wait "$serve_pid" 2>/dev/null || true; rm -rf "$data"' EXIT INT TERM

@@ -62,6 +62,9 @@ pub async fn start(mut command: tokio::process::Command, port: u16) -> (Serving,
     let child = command
         .env("CRM_BOOTSTRAP_TOKEN", TOKEN)
         .env("RUST_LOG", "warn")
+        // The limiter as deployed, with room for the bench's rate.
+        .env("CRM_RATE_LIMIT_TOKEN", "1000000/1s")
+        .env("CRM_RATE_LIMIT_WORKSPACE", "1000000/1s")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .kill_on_drop(true)

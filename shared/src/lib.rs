@@ -19,6 +19,7 @@ pub mod period;
 pub mod phone;
 pub mod query;
 pub mod queue;
+pub mod ratelimit;
 pub mod record;
 pub mod store;
 pub mod strict;

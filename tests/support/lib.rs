@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 use shared::domain::workspaces;
 use shared::http::AppState;
 use shared::keys;
+use shared::ratelimit::{Limiter, Limits};
 use shared::store::{MetricsSnapshot, SharedStore};
 use tower::ServiceExt;
 
@@ -206,9 +207,12 @@ impl TestApp {
         .expect("bootstrap workspace 1");
         let webhooks = webhook_settings();
         let queue = local_queue(&store, &webhooks).await;
+        // Rate limits are off but where a test turns them on
+        // (`TestApp::rate_limited`): the suites send far more than a token's quota.
         let state = AppState::new(store.clone())
             .with_queue(queue.clone())
-            .with_webhooks(webhooks);
+            .with_webhooks(webhooks)
+            .with_limiter(Limiter::off());
         Self {
             router: crm::app(state),
             store,
@@ -231,7 +235,8 @@ impl TestApp {
         ));
         let state = AppState::new(self.store.clone())
             .with_queue(queue.clone())
-            .with_webhooks(settings);
+            .with_webhooks(settings)
+            .with_limiter(Limiter::off());
         self.router = crm::app(state);
         self.queue = queue;
         self
@@ -239,12 +244,23 @@ impl TestApp {
 
     /// The same app, its requests reading a clock the test moves (no test
     /// waits for time to pass).
-    pub fn with_manual_clock(mut self) -> (Self, Arc<shared::ids::ManualClock>) {
+    pub fn with_manual_clock(self) -> (Self, Arc<shared::ids::ManualClock>) {
+        self.clocked(Limiter::off())
+    }
+
+    /// The app with rate limits `limits` (a workspace's own replace them),
+    /// on a clock the test moves.
+    pub fn rate_limited(self, limits: Limits) -> (Self, Arc<shared::ids::ManualClock>) {
+        self.clocked(Limiter::with(limits))
+    }
+
+    fn clocked(mut self, limiter: Limiter) -> (Self, Arc<shared::ids::ManualClock>) {
         let clock = Arc::new(shared::ids::ManualClock::starting_now());
         let state = AppState::new(self.store.clone())
             .with_queue(self.queue.clone())
             .with_webhooks(webhook_settings())
-            .with_clock(clock.clone());
+            .with_clock(clock.clone())
+            .with_limiter(limiter);
         self.router = crm::app(state);
         (self, clock)
     }

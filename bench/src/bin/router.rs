@@ -113,7 +113,16 @@ async fn serve(store: EmbeddedStore) -> (axum::Router, String, String) {
     shared::domain::workspaces::bootstrap(store.as_ref(), "bench", Some(TOKEN.into()))
         .await
         .expect("bootstrap");
-    let app = crm::app(AppState::new(store));
+    // The limiter as deployed, with room for the bench's rate.
+    let room = shared::ratelimit::Policy {
+        quota: 1_000_000,
+        window_seconds: 1,
+    };
+    let limits = shared::ratelimit::Limits {
+        token: room,
+        workspace: room,
+    };
+    let app = crm::app(AppState::new(store).with_limiter(shared::ratelimit::Limiter::with(limits)));
     let (_, body) = call(&app, "POST", "/v3/api-tokens", TOKEN, r#"{"name":"bench"}"#).await;
     let token = field(&body, "token");
     let (_, body) = call(&app, "POST", "/v3/tags", &token, r#"{"name":"read me"}"#).await;

@@ -17,6 +17,7 @@ use shared::http::{
     created,
 };
 use shared::page::ListPage;
+use shared::ratelimit::{self, Limits};
 
 pub fn group() -> Group {
     Group::new("workspaces")
@@ -32,6 +33,14 @@ pub fn group() -> Group {
         .needs(Need::ADMIN)
         .post("/v3/workspaces/demote-testing/{id}", demote_testing)
         .summary("Move a workspace back to production (admin)")
+        .needs(Need::ADMIN)
+        .get("/v3/workspaces/{id}/rate-limits", rate_limits)
+        .summary("A workspace's rate limits, per token and for the workspace (admin)")
+        .extension()
+        .needs(Need::ADMIN)
+        .put("/v3/workspaces/{id}/rate-limits", set_rate_limits)
+        .summary("Set a workspace's rate limits (admin)")
+        .extension()
         .needs(Need::ADMIN)
         .post("/v3/workspaces/send-welcome-message", send_welcome)
         // A duplicate writes nothing, so one read back was sent.
@@ -171,5 +180,23 @@ async fn remove_churn_reason(
     let reason = query.reason.or(body.and_then(|b| b.reason));
     Ok(Json(
         churn::remove(s.store.as_ref(), &caller, reason).await?,
+    ))
+}
+
+async fn rate_limits(State(s): State<AppState>, PathId(id): PathId) -> Reply<Limits> {
+    let ws = shared::ids::WorkspaceId(id);
+    Ok(Json(
+        ratelimit::limits_of(s.store.as_ref(), &s.limiter, ws).await?,
+    ))
+}
+
+async fn set_rate_limits(
+    State(s): State<AppState>,
+    PathId(id): PathId,
+    Body(limits): Body<Limits>,
+) -> Reply<Limits> {
+    let ws = shared::ids::WorkspaceId(id);
+    Ok(Json(
+        ratelimit::set_limits(s.store.as_ref(), ws, limits).await?,
     ))
 }

@@ -63,6 +63,9 @@ impl Identity {
 pub struct Caller {
     pub workspace_id: WorkspaceId,
     pub request_id: String,
+    /// Its token's rate-limit bucket: a prefix of the token's SHA-256, known
+    /// before the token's record is read.
+    pub bucket: String,
     token: TokenCheck,
 }
 
@@ -72,6 +75,7 @@ impl Caller {
         Self {
             workspace_id: identity.workspace_id,
             request_id: request_id.into(),
+            bucket: identity.token_id.clone(),
             token: TokenCheck::settled(identity),
         }
     }
@@ -174,12 +178,15 @@ impl Caller {
             TokenShape::Legacy => None,
         };
         let request_id = crate::context::request_id().unwrap_or_else(ids::new_ulid);
-        let check = TokenCheck::pending(store, hash_token(token), named, need);
+        let sha256 = hash_token(token);
+        let bucket = sha256[..16].to_owned();
+        let check = TokenCheck::pending(store, sha256, named, need);
         match named {
             Some(workspace_id) if reads_only && crate::context::set_gate(check.clone()) => {
                 Ok(Caller {
                     workspace_id,
                     request_id,
+                    bucket,
                     token: check,
                 })
             }
@@ -188,6 +195,7 @@ impl Caller {
                 Ok(Caller {
                     workspace_id: identity.workspace_id,
                     request_id,
+                    bucket,
                     token: check.clone(),
                 })
             }

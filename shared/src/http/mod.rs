@@ -69,6 +69,8 @@ pub struct AppState {
     pub deliveries: Option<SharedQueue>,
     /// How deliveries are made (the addresses allowed, the timeout).
     pub webhooks: Arc<crate::outbound::Settings>,
+    /// The rate limits every request passes ([`crate::ratelimit`]).
+    pub limiter: Arc<crate::ratelimit::Limiter>,
     /// What each route needs of its caller, by method and path ([`app`] fills it).
     needs: Arc<HashMap<(Method, &'static str), Need>>,
 }
@@ -82,6 +84,7 @@ impl AppState {
             clock: Arc::new(ids::SystemClock),
             deliveries: None,
             webhooks: Arc::new(crate::outbound::Settings::from_env()),
+            limiter: Arc::new(crate::ratelimit::Limiter::from_env()),
             needs: Arc::default(),
         }
     }
@@ -106,6 +109,12 @@ impl AppState {
     pub fn with_queue(mut self, queue: SharedQueue) -> Self {
         self.queue = Some(queue.clone());
         self.deliveries = Some(queue);
+        self
+    }
+
+    /// Rate limits other than the environment's (tests: off, or small).
+    pub fn with_limiter(mut self, limiter: crate::ratelimit::Limiter) -> Self {
+        self.limiter = Arc::new(limiter);
         self
     }
 
@@ -170,7 +179,8 @@ async fn around(State(served): State<Served>, req: Request, next: Next) -> Respo
         ids::with_clock(clock, async {
             let response = match limits(req).await {
                 Ok(mut req) => match authenticate(&served.state, &mut req).await {
-                    Ok(()) => idempotent::idempotent(served, req, next).await,
+                    Ok(Some(caller)) => limited(served, caller, req, next).await,
+                    Ok(None) => idempotent::idempotent(served, req, next).await,
                     Err(refused) => refused.into_response(),
                 },
                 Err(refused) => refused,
@@ -200,21 +210,65 @@ async fn around(State(served): State<Served>, req: Request, next: Next) -> Respo
 /// without the scope is answered here (a read's token check goes out beside
 /// its reads, see [`Caller::authenticate`]). The caller is left in the
 /// request's extensions for the handler.
-async fn authenticate(state: &AppState, req: &mut Request) -> Result<(), ApiError> {
+async fn authenticate(state: &AppState, req: &mut Request) -> Result<Option<Caller>, ApiError> {
     let Some(path) = req.extensions().get::<MatchedPath>() else {
-        return Ok(()); // no route: the fallback's 404
+        return Ok(None); // no route: the fallback's 404
     };
     let need = state
         .need_of(req.method(), path.as_str())
         .unwrap_or(Need::Scope(Scope::Admin)); // undeclared: closed
     if need == Need::Public {
-        return Ok(());
+        return Ok(None);
     }
     let reads_only = matches!(*req.method(), Method::GET | Method::HEAD);
     let caller =
         Caller::authenticate(req.headers(), reads_only, state.ungated.clone(), need).await?;
-    req.extensions_mut().insert(caller);
-    Ok(())
+    req.extensions_mut().insert(caller.clone());
+    Ok(Some(caller))
+}
+
+/// Serves an authenticated request within its rate limits: a change takes
+/// its place in the buckets before its handler runs (its token is checked
+/// already); a read, once its token holds (it does not wait for that
+/// before its reads), so a token that does not hold takes nothing of a
+/// workspace's bucket. Every answer says where the caller stands.
+async fn limited(served: Served, caller: Caller, req: Request, next: Next) -> Response {
+    let limiter = served.state.limiter.clone();
+    let store = served.state.ungated.clone();
+    let admit = || limiter.admit(store.as_ref(), caller.workspace_id, &caller.bucket);
+    let reads_only = matches!(*req.method(), Method::GET | Method::HEAD);
+    let (admission, mut response) = if reads_only {
+        let response = idempotent::idempotent(served, req, next).await;
+        if caller.identity().await.is_err() {
+            return response; // refused by the token check in `around`
+        }
+        let admission = admit().await;
+        match admission.refusal() {
+            Some(refusal) => (admission, refusal.into_response()),
+            None => (admission, response),
+        }
+    } else {
+        let admission = admit().await;
+        match admission.refusal() {
+            Some(refusal) => (admission, refusal.into_response()),
+            None => (admission, idempotent::idempotent(served, req, next).await),
+        }
+    };
+    rate_limit_headers(&admission, &mut response);
+    response
+}
+
+/// `RateLimit-Policy` and `RateLimit` on an answer.
+fn rate_limit_headers(admission: &crate::ratelimit::Admission, response: &mut Response) {
+    if let Some((policy, limit)) = admission.headers()
+        && let (Ok(policy), Ok(limit)) = (
+            HeaderValue::from_str(&policy),
+            HeaderValue::from_str(&limit),
+        )
+    {
+        response.headers_mut().insert("ratelimit-policy", policy);
+        response.headers_mut().insert("ratelimit", limit);
+    }
 }
 
 /// One route of a group, and what describes it in the OpenAPI document.

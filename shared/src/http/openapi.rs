@@ -144,6 +144,22 @@ fn security(ctx: &mut GenContext, operation: &mut Operation, need: Option<Need>)
                 .map(|s| vec![s.to_string()])
                 .unwrap_or_default();
             operation.security = vec![[("bearer".to_owned(), scopes)].into()];
+            // The middleware's answers to every authenticated request.
+            let responses = operation.responses.get_or_insert_with(Default::default);
+            for (code, text) in [
+                (401, "No token, or an unknown, revoked or expired one"),
+                (
+                    429,
+                    "A rate limit reached (`Retry-After`; `RateLimit` and `RateLimit-Policy` say where the caller stands)",
+                ),
+            ] {
+                if !responses.responses.contains_key(&StatusCode::Code(code)) {
+                    let answer = error_response(ctx, text);
+                    responses
+                        .responses
+                        .insert(StatusCode::Code(code), ReferenceOr::Item(answer));
+                }
+            }
             if let Some(scope) = need.scope() {
                 let responses = operation.responses.get_or_insert_with(Default::default);
                 let refusal = error_response(

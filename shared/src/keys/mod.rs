@@ -78,12 +78,14 @@
 mod contacts;
 mod counters;
 mod identity;
+mod limits;
 mod records;
 mod webhooks;
 
 pub use contacts::*;
 pub use counters::*;
 pub use identity::*;
+pub use limits::*;
 pub use records::*;
 pub use webhooks::*;
 

@@ -1,0 +1,21 @@
+//! Rate limits: a workspace's buckets and its own limits, in one partition.
+
+use super::collection;
+use crate::ids::WorkspaceId;
+use crate::store::Key;
+
+/// The bucket of a token (by a prefix of its SHA-256), or the workspace's
+/// own when `token` is empty.
+pub fn rate_bucket(workspace_id: WorkspaceId, token: &str) -> Key {
+    let sk = if token.is_empty() {
+        "WORKSPACE".to_owned()
+    } else {
+        format!("TOKEN#{token}")
+    };
+    Key::new(collection(workspace_id, "RATE"), sk)
+}
+
+/// The workspace's limits, when an operator set them.
+pub fn rate_limits(workspace_id: WorkspaceId) -> Key {
+    Key::new(collection(workspace_id, "RATE"), "LIMITS")
+}

@@ -1,0 +1,425 @@
+//! Rate limits: a token bucket per token and one per workspace, kept in the
+//! table, taken in leases (docs/design.md, "Rate limits").
+//!
+//! A bucket is one item holding its theoretical arrival time (`tat`, GCRA):
+//! a bucket of `quota` requests per `window` refills one request every
+//! `window / quota`, and a request is allowed while `tat` stays within one
+//! window of now. An instance does not write the bucket per request: it
+//! takes a lease of up to [`LEASE`] requests at once (one read and one
+//! conditional write), serves them from memory for up to [`LEASE_TIME`],
+//! and leases again when they run out. Leased requests count against the
+//! bucket when they are taken, so instances together never pass the quota.
+//! If the store fails, the request goes through (logged): a limiter must not
+//! take the API down with it.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use validator::Validate;
+
+use crate::error::{ApiError, ApiResult};
+use crate::ids::{self, WorkspaceId};
+use crate::keys;
+use crate::store::{Condition, Key, Store, StoreError, Write};
+
+/// Requests taken from a bucket per write: with two buckets per request,
+/// one write per ten requests.
+pub const LEASE: u32 = 20;
+/// How long a lease's requests may be used: unused ones lapse, so an idle
+/// instance holds no share of a bucket for long.
+pub const LEASE_TIME_MS: i64 = 2_000;
+
+/// `quota` requests per `windowSeconds`.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema, Validate,
+)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Policy {
+    /// Requests in a window.
+    #[validate(range(min = 1, max = 1_000_000))]
+    pub quota: u32,
+    /// The window, in seconds.
+    #[validate(range(min = 1, max = 3600))]
+    pub window_seconds: u32,
+}
+
+impl Policy {
+    fn window_ms(self) -> i64 {
+        i64::from(self.window_seconds) * 1000
+    }
+
+    /// Milliseconds per request: how fast the bucket refills.
+    fn interval_ms(self) -> f64 {
+        self.window_ms() as f64 / f64::from(self.quota.max(1))
+    }
+
+    /// Requests left at `now` when the bucket stands at `tat`.
+    fn left(self, tat: i64, now: i64) -> u32 {
+        let room = (now + self.window_ms() - tat.max(now)) as f64;
+        (room / self.interval_ms()).floor().max(0.0) as u32
+    }
+
+    /// `100/10s`.
+    fn parse(text: &str) -> Option<Self> {
+        let (quota, window) = text.split_once('/')?;
+        let window = window.strip_suffix('s')?;
+        Some(Policy {
+            quota: quota.trim().parse().ok()?,
+            window_seconds: window.trim().parse().ok()?,
+        })
+    }
+}
+
+/// A workspace's limits: per token, and for the workspace as a whole.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema, Validate,
+)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Limits {
+    /// Each token's bucket.
+    #[validate(nested)]
+    pub token: Policy,
+    /// The bucket all of the workspace's tokens share.
+    #[validate(nested)]
+    pub workspace: Policy,
+}
+
+impl Limits {
+    pub const DEFAULT: Limits = Limits {
+        token: Policy {
+            quota: 100,
+            window_seconds: 10,
+        },
+        workspace: Policy {
+            quota: 1000,
+            window_seconds: 10,
+        },
+    };
+}
+
+/// The limits of every process: off, or these defaults (a workspace's own
+/// replace them).
+pub struct Limiter {
+    defaults: Option<Limits>,
+    local: Mutex<HashMap<Key, Lease>>,
+}
+
+/// What this instance holds of one bucket.
+#[derive(Debug, Clone, Copy)]
+struct Lease {
+    policy: Policy,
+    /// The bucket's `tat` as this instance last wrote it.
+    tat: i64,
+    /// Requests taken and not used yet.
+    held: u32,
+    until: i64,
+}
+
+/// Where a request stands in one bucket.
+#[derive(Debug, Clone, Copy)]
+pub struct Standing {
+    pub name: &'static str,
+    pub policy: Policy,
+    pub remaining: u32,
+    /// Seconds until the bucket is full again.
+    pub reset: u32,
+}
+
+/// A request's verdict: where it stands in each bucket, and the wait when
+/// one of them is empty.
+#[derive(Debug, Default)]
+pub struct Admission {
+    pub standings: Vec<Standing>,
+    pub retry_after: Option<u32>,
+}
+
+impl Admission {
+    /// `RateLimit-Policy` and `RateLimit` (draft-ietf-httpapi-ratelimit-headers).
+    pub fn headers(&self) -> Option<(String, String)> {
+        if self.standings.is_empty() {
+            return None;
+        }
+        let policy = self
+            .standings
+            .iter()
+            .map(|s| {
+                format!(
+                    "\"{}\";q={};w={}",
+                    s.name, s.policy.quota, s.policy.window_seconds
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let limit = self
+            .standings
+            .iter()
+            .map(|s| format!("\"{}\";r={};t={}", s.name, s.remaining, s.reset))
+            .collect::<Vec<_>>()
+            .join(", ");
+        Some((policy, limit))
+    }
+
+    /// The 429 when a bucket is empty.
+    pub fn refusal(&self) -> Option<ApiError> {
+        let wait = self.retry_after?;
+        let empty = self.standings.iter().find(|s| s.remaining == 0)?;
+        Some(
+            ApiError::new(
+                http::StatusCode::TOO_MANY_REQUESTS,
+                format!(
+                    "rate limit of the {} reached: {} requests per {} s; retry in {wait} s",
+                    empty.name, empty.policy.quota, empty.policy.window_seconds
+                ),
+            )
+            .retry_after(wait),
+        )
+    }
+}
+
+impl Limiter {
+    /// From `CRM_RATE_LIMIT_TOKEN` and `CRM_RATE_LIMIT_WORKSPACE` (`100/10s`,
+    /// `1000/10s` by default); `CRM_RATE_LIMITS=off` turns limits off.
+    pub fn from_env() -> Self {
+        if std::env::var("CRM_RATE_LIMITS").is_ok_and(|v| v == "off") {
+            return Self::off();
+        }
+        let policy = |name: &str, default: Policy| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| Policy::parse(&v))
+                .unwrap_or(default)
+        };
+        Self::with(Limits {
+            token: policy("CRM_RATE_LIMIT_TOKEN", Limits::DEFAULT.token),
+            workspace: policy("CRM_RATE_LIMIT_WORKSPACE", Limits::DEFAULT.workspace),
+        })
+    }
+
+    pub fn with(defaults: Limits) -> Self {
+        Self {
+            defaults: Some(defaults),
+            local: Mutex::default(),
+        }
+    }
+
+    pub fn off() -> Self {
+        Self {
+            defaults: None,
+            local: Mutex::default(),
+        }
+    }
+
+    /// Takes one request of `token`'s bucket (a token's SHA-256 prefix) and
+    /// of its workspace's. Never fails: a store error lets the request through.
+    pub async fn admit(&self, store: &dyn Store, ws: WorkspaceId, token: &str) -> Admission {
+        let Some(defaults) = self.defaults else {
+            return Admission::default();
+        };
+        let mut admission = Admission::default();
+        let buckets = [
+            ("token", keys::rate_bucket(ws, token), true),
+            ("workspace", keys::rate_bucket(ws, ""), false),
+        ];
+        for (name, key, per_token) in buckets {
+            match self.take(store, ws, &key, per_token, defaults).await {
+                Ok(Taken {
+                    policy,
+                    tat,
+                    held,
+                    allowed,
+                }) => {
+                    let now = now_ms();
+                    let remaining = policy.left(tat, now) + held;
+                    let reset = ((tat.max(now) - now) as f64 / 1000.0).ceil() as u32;
+                    admission.standings.push(Standing {
+                        name,
+                        policy,
+                        remaining,
+                        reset,
+                    });
+                    if !allowed {
+                        let wait = tat.max(now) + policy.interval_ms().ceil() as i64
+                            - policy.window_ms()
+                            - now;
+                        admission.retry_after = Some(((wait.max(1) as f64) / 1000.0).ceil() as u32);
+                        return admission;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, bucket = name, "rate limiter store failed; request let through")
+                }
+            }
+        }
+        admission
+    }
+
+    async fn take(
+        &self,
+        store: &dyn Store,
+        ws: WorkspaceId,
+        key: &Key,
+        per_token: bool,
+        defaults: Limits,
+    ) -> Result<Taken, StoreError> {
+        let now = now_ms();
+        if let Some(lease) = self
+            .local
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_mut(key)
+            && lease.held > 0
+            && now < lease.until
+        {
+            lease.held -= 1;
+            return Ok(Taken {
+                policy: lease.policy,
+                tat: lease.tat,
+                held: lease.held,
+                allowed: true,
+            });
+        }
+        for _ in 0..4 {
+            let items = store
+                .batch_get(&[key.clone(), keys::rate_limits(ws)])
+                .await?;
+            let (mut tat, mut version, mut limits) = (None, None, defaults);
+            for item in items {
+                if Key::of(&item).as_ref() == Some(key) {
+                    tat = item.get("tat").and_then(|v| v.as_i64());
+                    version = item.get("version").and_then(|v| v.as_u64());
+                } else if let Ok(stored) = serde_json::from_value::<StoredLimits>(item.into()) {
+                    limits = stored.limits;
+                }
+            }
+            let policy = if per_token {
+                limits.token
+            } else {
+                limits.workspace
+            };
+            let now = now_ms();
+            let base = tat.unwrap_or(now).max(now);
+            let free = policy.left(base, now);
+            if free == 0 {
+                return Ok(Taken {
+                    policy,
+                    tat: base,
+                    held: 0,
+                    allowed: false,
+                });
+            }
+            let took = free.min(LEASE);
+            let new_tat = base + (f64::from(took) * policy.interval_ms()).ceil() as i64;
+            let item = json!({
+                "pk": key.pk, "sk": key.sk, "_type": "RateBucket",
+                "tat": new_tat, "version": version.unwrap_or(0) + 1,
+                "ttl": new_tat / 1000 + i64::from(policy.window_seconds) + 60,
+            });
+            let condition = match version {
+                Some(v) => Condition::VersionIs(v),
+                None => Condition::NotExists,
+            };
+            let write = Write::Put {
+                item: item.as_object().cloned().unwrap_or_default(),
+                condition: Some(condition),
+            };
+            match store.write(vec![write]).await {
+                Ok(()) => {
+                    let lease = Lease {
+                        policy,
+                        tat: new_tat,
+                        held: took - 1,
+                        until: now + LEASE_TIME_MS,
+                    };
+                    self.local
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(key.clone(), lease);
+                    return Ok(Taken {
+                        policy,
+                        tat: new_tat,
+                        held: took - 1,
+                        allowed: true,
+                    });
+                }
+                Err(StoreError::ConditionFailed { .. }) => continue, // another instance leased first
+                Err(e) => return Err(e),
+            }
+        }
+        Err(StoreError::Unavailable(
+            "the bucket kept changing under the lease".into(),
+        ))
+    }
+}
+
+struct Taken {
+    policy: Policy,
+    tat: i64,
+    held: u32,
+    allowed: bool,
+}
+
+fn now_ms() -> i64 {
+    ids::now().timestamp_millis()
+}
+
+/// A workspace's limits as stored (`keys::rate_limits`).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StoredLimits {
+    limits: Limits,
+}
+
+/// The limits of workspace `ws`: its own, or the defaults.
+pub async fn limits_of(store: &dyn Store, limiter: &Limiter, ws: WorkspaceId) -> ApiResult<Limits> {
+    let stored = store.get(&keys::rate_limits(ws), false).await?;
+    let defaults = limiter.defaults.unwrap_or(Limits::DEFAULT);
+    Ok(match stored {
+        Some(item) => {
+            serde_json::from_value::<StoredLimits>(item.into())
+                .map_err(|e| ApiError::internal(format!("stored limits do not read back: {e}")))?
+                .limits
+        }
+        None => defaults,
+    })
+}
+
+/// Sets workspace `ws`'s limits (an operator's change; instances take them
+/// at their next lease).
+pub async fn set_limits(store: &dyn Store, ws: WorkspaceId, limits: Limits) -> ApiResult<Limits> {
+    let key = keys::rate_limits(ws);
+    let item = json!({ "pk": key.pk, "sk": key.sk, "_type": "RateLimits", "limits": limits });
+    let item = item.as_object().cloned().unwrap_or_default();
+    store
+        .write(vec![Write::Put {
+            item,
+            condition: None,
+        }])
+        .await?;
+    Ok(limits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bucket_refills_one_request_per_interval() {
+        let p = Policy {
+            quota: 10,
+            window_seconds: 10,
+        };
+        assert_eq!(p.left(0, 0), 10, "full when idle");
+        assert_eq!(p.left(10_000, 0), 0, "empty after a whole window's worth");
+        assert_eq!(p.left(10_000, 1_000), 1, "one more a second later");
+        assert_eq!(
+            Policy::parse("100/10s"),
+            Some(Policy {
+                quota: 100,
+                window_seconds: 10
+            })
+        );
+        assert_eq!(Policy::parse("100"), None);
+    }
+}
