@@ -428,3 +428,25 @@ api_test! {
         assert_eq!(receiver.received().len(), 1);
     }
 }
+
+api_test! {
+    /// What the rate limiter adds: per bucket (the token's and the
+    /// workspace's), one BatchGetItem and one conditional put per lease of
+    /// 20 requests: over 40 reads by id, 4 BatchGetItems and 4 writes, one
+    /// write per ten requests. The reads themselves are unchanged.
+    async fn the_rate_limiter_costs_one_write_per_ten_requests(app) {
+        let (app, _clock) = app.rate_limited(shared::ratelimit::Limits::DEFAULT);
+        let tag = app.post("/v3/tags", json!({ "name": "VIP" })).await.expect(201);
+        let path = format!("/v3/tags/{}", tag["id"].as_str().unwrap());
+        let created = app.post("/v3/api-tokens", json!({ "name": "reader", "scopes": ["tags:read"] })).await.expect(201);
+        let reader = app.as_token(created["token"].as_str().unwrap());
+        let cost = cost_of(&app, || async {
+            for _ in 0..40 {
+                reader.get(&path).await.expect(200);
+            }
+        })
+        .await;
+        assert_eq!((cost.gets, cost.batch_gets, cost.writes, cost.transactions), (80, 4, 4, 0), "{cost:?}");
+        assert_units(&app, "4 bucket leases", cost.write_units, 4.0);
+    }
+}
