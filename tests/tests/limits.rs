@@ -139,6 +139,7 @@ api_test! {
         let (app, _clock) = app.rate_limited(limits(100, 1000));
         let path = "/v3/workspaces/1/rate-limits";
         assert_eq!(app.get(path).await.expect(200), json!(limits(100, 1000)));
+        app.get("/v3/workspaces/9999/rate-limits").await.expect_error(404);
         let reader = a_token(&app, "reader").await;
         app.as_token(&reader).get(path).await.expect_error(403);
         app.send(http::Method::PUT, path, Some(api_tests::ADMIN_TOKEN), Some(json!({ "token": { "quota": 0, "windowSeconds": 10 }, "workspace": { "quota": 5, "windowSeconds": 10 } })))

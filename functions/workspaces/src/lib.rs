@@ -17,7 +17,7 @@ use shared::http::{
     created,
 };
 use shared::page::ListPage;
-use shared::ratelimit::{self, Limits};
+use shared::ratelimit::Limits;
 
 pub fn group() -> Group {
     Group::new("workspaces")
@@ -186,7 +186,7 @@ async fn remove_churn_reason(
 async fn rate_limits(State(s): State<AppState>, PathId(id): PathId) -> Reply<Limits> {
     let ws = shared::ids::WorkspaceId(id);
     Ok(Json(
-        ratelimit::limits_of(s.store.as_ref(), &s.limiter, ws).await?,
+        workspaces::rate_limits(s.store.as_ref(), &s.limiter, ws).await?,
     ))
 }
 
@@ -197,6 +197,6 @@ async fn set_rate_limits(
 ) -> Reply<Limits> {
     let ws = shared::ids::WorkspaceId(id);
     Ok(Json(
-        ratelimit::set_limits(s.store.as_ref(), ws, limits).await?,
+        workspaces::set_rate_limits(s.store.as_ref(), ws, limits).await?,
     ))
 }

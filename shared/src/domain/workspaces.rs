@@ -324,3 +324,23 @@ async fn refresh_once(store: &dyn Store, caller: &Caller) -> ApiResult<RefreshRe
         refresh_requested_at: now,
     })
 }
+
+/// Workspace `id`'s rate limits (its own, or the defaults); 404 for no workspace.
+pub async fn rate_limits(
+    store: &dyn Store,
+    limiter: &crate::ratelimit::Limiter,
+    id: WorkspaceId,
+) -> ApiResult<crate::ratelimit::Limits> {
+    let _: Workspace = record::find(store, &keys::workspace(id), false, "workspace").await?;
+    crate::ratelimit::limits_of(store, limiter, id).await
+}
+
+/// Sets workspace `id`'s rate limits; 404 for no workspace.
+pub async fn set_rate_limits(
+    store: &dyn Store,
+    id: WorkspaceId,
+    limits: crate::ratelimit::Limits,
+) -> ApiResult<crate::ratelimit::Limits> {
+    let _: Workspace = record::find(store, &keys::workspace(id), false, "workspace").await?;
+    crate::ratelimit::set_limits(store, id, limits).await
+}
