@@ -6,7 +6,7 @@
 //! `window / quota`, and a request is allowed while `tat` stays within one
 //! window of now. An instance does not write the bucket per request: it
 //! takes a lease of up to [`LEASE`] requests at once (one read and one
-//! conditional write), serves them from memory for up to [`LEASE_TIME`],
+//! conditional write), serves them from memory for up to [`LEASE_TIME_US`],
 //! and leases again when they run out. Leased requests count against the
 //! bucket when they are taken, so instances together never pass the quota.
 //! If the store fails, the request goes through (logged): a limiter must not
@@ -29,7 +29,7 @@ use crate::store::{Condition, Key, Store, StoreError, Write};
 pub const LEASE: u32 = 20;
 /// How long a lease's requests may be used: unused ones lapse, so an idle
 /// instance holds no share of a bucket for long.
-pub const LEASE_TIME_MS: i64 = 2_000;
+pub const LEASE_TIME_US: i64 = 2_000_000;
 
 /// `quota` requests per `windowSeconds`.
 #[derive(
@@ -46,19 +46,20 @@ pub struct Policy {
 }
 
 impl Policy {
-    fn window_ms(self) -> i64 {
-        i64::from(self.window_seconds) * 1000
+    fn window_us(self) -> i64 {
+        i64::from(self.window_seconds) * 1_000_000
     }
 
-    /// Milliseconds per request: how fast the bucket refills.
-    fn interval_ms(self) -> f64 {
-        self.window_ms() as f64 / f64::from(self.quota.max(1))
+    /// Microseconds per request: how fast the bucket refills (at least 1 µs
+    /// at the largest quota, so a lease's time is exact).
+    fn interval_us(self) -> f64 {
+        self.window_us() as f64 / f64::from(self.quota.max(1))
     }
 
     /// Requests left at `now` when the bucket stands at `tat`.
     fn left(self, tat: i64, now: i64) -> u32 {
-        let room = (now + self.window_ms() - tat.max(now)) as f64;
-        (room / self.interval_ms()).floor().max(0.0) as u32
+        let room = (now + self.window_us() - tat.max(now)) as f64;
+        (room / self.interval_us()).floor().max(0.0) as u32
     }
 
     /// `100/10s`.
@@ -230,9 +231,9 @@ impl Limiter {
                     held,
                     allowed,
                 }) => {
-                    let now = now_ms();
+                    let now = now_us();
                     let remaining = policy.left(tat, now) + held;
-                    let reset = ((tat.max(now) - now) as f64 / 1000.0).ceil() as u32;
+                    let reset = ((tat.max(now) - now) as f64 / 1e6).ceil() as u32;
                     admission.standings.push(Standing {
                         name,
                         policy,
@@ -240,10 +241,10 @@ impl Limiter {
                         reset,
                     });
                     if !allowed {
-                        let wait = tat.max(now) + policy.interval_ms().ceil() as i64
-                            - policy.window_ms()
+                        let wait = tat.max(now) + policy.interval_us().ceil() as i64
+                            - policy.window_us()
                             - now;
-                        admission.retry_after = Some(((wait.max(1) as f64) / 1000.0).ceil() as u32);
+                        admission.retry_after = Some(((wait.max(1) as f64) / 1e6).ceil() as u32);
                         return admission;
                     }
                 }
@@ -263,7 +264,7 @@ impl Limiter {
         per_token: bool,
         defaults: Limits,
     ) -> Result<Taken, StoreError> {
-        let now = now_ms();
+        let now = now_us();
         if let Some(lease) = self
             .local
             .lock()
@@ -298,7 +299,7 @@ impl Limiter {
             } else {
                 limits.workspace
             };
-            let now = now_ms();
+            let now = now_us();
             let base = tat.unwrap_or(now).max(now);
             let free = policy.left(base, now);
             if free == 0 {
@@ -310,11 +311,11 @@ impl Limiter {
                 });
             }
             let took = free.min(LEASE);
-            let new_tat = base + (f64::from(took) * policy.interval_ms()).ceil() as i64;
+            let new_tat = base + (f64::from(took) * policy.interval_us()).ceil() as i64;
             let item = json!({
                 "pk": key.pk, "sk": key.sk, "_type": "RateBucket",
                 "tat": new_tat, "version": version.unwrap_or(0) + 1,
-                "ttl": new_tat / 1000 + i64::from(policy.window_seconds) + 60,
+                "ttl": new_tat / 1_000_000 + i64::from(policy.window_seconds) + 60,
             });
             let condition = match version {
                 Some(v) => Condition::VersionIs(v),
@@ -330,7 +331,7 @@ impl Limiter {
                         policy,
                         tat: new_tat,
                         held: took - 1,
-                        until: now + LEASE_TIME_MS,
+                        until: now + LEASE_TIME_US,
                     };
                     self.local
                         .lock()
@@ -360,8 +361,9 @@ struct Taken {
     allowed: bool,
 }
 
-fn now_ms() -> i64 {
-    ids::now().timestamp_millis()
+/// Bucket times are in microseconds since the epoch.
+fn now_us() -> i64 {
+    ids::now().timestamp_micros()
 }
 
 /// A workspace's limits as stored (`keys::rate_limits`).
@@ -411,8 +413,21 @@ mod tests {
             window_seconds: 10,
         };
         assert_eq!(p.left(0, 0), 10, "full when idle");
-        assert_eq!(p.left(10_000, 0), 0, "empty after a whole window's worth");
-        assert_eq!(p.left(10_000, 1_000), 1, "one more a second later");
+        assert_eq!(
+            p.left(10_000_000, 0),
+            0,
+            "empty after a whole window's worth"
+        );
+        assert_eq!(p.left(10_000_000, 1_000_000), 1, "one more a second later");
+        let fast = Policy {
+            quota: 1_000_000,
+            window_seconds: 1,
+        };
+        assert_eq!(
+            fast.left(20, 0),
+            1_000_000 - 20,
+            "a lease of 20 takes 20 µs"
+        );
         assert_eq!(
             Policy::parse("100/10s"),
             Some(Policy {
