@@ -24,9 +24,11 @@ use crate::ids::{self, WorkspaceId};
 use crate::keys;
 use crate::store::{Condition, Key, Store, StoreError, Write};
 
-/// Requests taken from a bucket per write: with two buckets per request,
-/// one write per ten requests.
+/// Requests taken from a bucket per write, at least: with two buckets per
+/// request, one write per ten requests. A larger quota leases a twentieth
+/// of itself at once (at most [`MAX_LEASE`]), so a busy bucket writes less.
 pub const LEASE: u32 = 20;
+pub const MAX_LEASE: u32 = 1000;
 /// How long a lease's requests may be used: unused ones lapse, so an idle
 /// instance holds no share of a bucket for long.
 pub const LEASE_TIME_US: i64 = 2_000_000;
@@ -310,7 +312,7 @@ impl Limiter {
                     allowed: false,
                 });
             }
-            let took = free.min(LEASE);
+            let took = free.min((policy.quota / 20).clamp(LEASE, MAX_LEASE));
             let new_tat = base + (f64::from(took) * policy.interval_us()).ceil() as i64;
             let item = json!({
                 "pk": key.pk, "sk": key.sk, "_type": "RateBucket",
