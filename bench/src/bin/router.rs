@@ -107,8 +107,9 @@ async fn concurrent_creates(app: &axum::Router, token: &str, tasks: u32, n: u32)
     (cpu / made, started.elapsed().as_secs_f64() * 1e6 / made)
 }
 
-/// The Router of `crm serve` on `store`, a token for it, and a tag's path.
-async fn serve(store: EmbeddedStore) -> (axum::Router, String, String) {
+/// The Router of `crm serve` on `store`, a token for it, and a tag's path;
+/// and the same Router with rate limits off (what the limiter costs).
+async fn serve(store: EmbeddedStore) -> (axum::Router, String, String, axum::Router) {
     let store = Arc::new(store);
     shared::domain::workspaces::bootstrap(store.as_ref(), "bench", Some(TOKEN.into()))
         .await
@@ -122,12 +123,14 @@ async fn serve(store: EmbeddedStore) -> (axum::Router, String, String) {
         token: room,
         workspace: room,
     };
+    let unlimited =
+        crm::app(AppState::new(store.clone()).with_limiter(shared::ratelimit::Limiter::off()));
     let app = crm::app(AppState::new(store).with_limiter(shared::ratelimit::Limiter::with(limits)));
     let (_, body) = call(&app, "POST", "/v3/api-tokens", TOKEN, r#"{"name":"bench"}"#).await;
     let token = field(&body, "token");
     let (_, body) = call(&app, "POST", "/v3/tags", &token, r#"{"name":"read me"}"#).await;
     let path = format!("/v3/tags/{}", field(&body, "id"));
-    (app, token, path)
+    (app, token, path, unlimited)
 }
 
 fn main() {
@@ -137,7 +140,7 @@ fn main() {
         .build()
         .expect("a runtime");
     runtime.block_on(async {
-        let (app, token, path) = serve(EmbeddedStore::in_memory(keys::GSIS)).await;
+        let (app, token, path, unlimited) = serve(EmbeddedStore::in_memory(keys::GSIS)).await;
 
         // Warm the allocator and the engine's cache first.
         for _ in 0..1000 {
@@ -163,6 +166,11 @@ fn main() {
             assert_eq!(status, StatusCode::OK);
         })
         .await;
+        let get_unlimited = per_request(n("get", args.requests), async |_| {
+            let (status, _) = call(&unlimited, "GET", &path, &token, "").await;
+            assert_eq!(status, StatusCode::OK);
+        })
+        .await;
         let list = per_request(n("list", args.requests / 10), async |_| {
             let (status, _) = call(&app, "GET", "/v3/tags?limit=20", &token, "").await;
             assert_eq!(status, StatusCode::OK);
@@ -179,6 +187,7 @@ fn main() {
         let rows = [
             ("hello", "bare axum hello-JSON (`GET /hello`)", hello),
             ("get", "GET /v3/tags/{id}", get),
+            ("get", "GET /v3/tags/{id}, rate limits off", get_unlimited),
             ("list", "GET /v3/tags?limit=20", list),
             // Wall time: it includes the store's writer thread and the two
             // hand-offs to it and back.
@@ -198,7 +207,7 @@ fn main() {
             let memory = concurrent_creates(&app, &token, 16, n).await;
             let folder = std::env::temp_dir().join(format!("crm-bench-router-{}", std::process::id()));
             let store = EmbeddedStore::open(&folder, keys::GSIS).expect("a store folder");
-            let (on_disk, token, _) = serve(store).await;
+            let (on_disk, token, _, _) = serve(store).await;
             let durable = concurrent_creates(&on_disk, &token, 16, n).await;
             drop(on_disk);
             let _ = std::fs::remove_dir_all(&folder);

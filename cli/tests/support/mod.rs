@@ -74,9 +74,12 @@ pub fn start_with(args: &[&str], env: &[(&str, &str)]) -> Server {
     // Only the readers' senders remain: a server that dies at start-up ends
     // the wait at once.
     drop(port_tx);
-    let port = port_rx
-        .recv_timeout(Duration::from_secs(20))
-        .unwrap_or_else(|_| panic!("crm serve did not listen: {:?}", log.lock().unwrap()));
+    let Ok(port) = port_rx.recv_timeout(Duration::from_secs(20)) else {
+        // Not left running after the test.
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("crm serve did not listen: {:?}", log.lock().unwrap());
+    };
     Server { child, port, log }
 }
 
