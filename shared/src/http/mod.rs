@@ -10,20 +10,23 @@ use aide::operation::{OperationHandler, OperationInput, OperationOutput};
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
 use axum::handler::Handler;
-use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter};
 
+mod bounds;
 mod clients;
 mod create;
 mod extract;
+mod guard;
 mod idempotent;
 mod links;
 pub mod openapi;
 pub mod outgoing;
 mod reply;
 
+pub use bounds::MAX_URI;
 pub use create::Create;
 pub use extract::{
     Body, Grouped, InPath, MaybeBody, Params, PathId, PathKey, PathParam, numeric_param,
@@ -32,7 +35,7 @@ pub use extract::{
 
 pub use reply::{Created, Linked, Reply, Saved, created, next_link};
 
-use crate::auth::{Caller, Need, Resource, Scope};
+use crate::auth::{Need, Resource, Scope};
 pub use crate::context::current_request_id;
 use crate::error::ApiError;
 pub use crate::error::parse_json;
@@ -165,7 +168,7 @@ struct Served {
     reads: Arc<idempotent::Reader>,
 }
 
-/// Around every route: gives the request its id, applies the [`limits`] and
+/// Around every route: gives the request its id, applies the [`bounds`] and
 /// the `Idempotency-Key` ([`idempotent`]), holds the answer until the token
 /// holds, and writes one log line. Never logs headers (tokens) or bodies.
 async fn around(State(served): State<Served>, req: Request, next: Next) -> Response {
@@ -177,9 +180,9 @@ async fn around(State(served): State<Served>, req: Request, next: Next) -> Respo
     let mut response = crate::context::scope(
         request_id.clone(),
         ids::with_clock(clock, async {
-            let response = match limits(req).await {
-                Ok(mut req) => match authenticate(&served.state, &mut req).await {
-                    Ok(Some(caller)) => limited(served, caller, req, next).await,
+            let response = match bounds::limits(req).await {
+                Ok(mut req) => match guard::authenticate(&served.state, &mut req).await {
+                    Ok(Some(caller)) => guard::limited(served, caller, req, next).await,
                     Ok(None) => idempotent::idempotent(served, req, next).await,
                     Err(refused) => refused.into_response(),
                 },
@@ -203,72 +206,6 @@ async fn around(State(served): State<Served>, req: Request, next: Next) -> Respo
         response.headers_mut().insert("x-request-id", value);
     }
     response
-}
-
-/// Authenticates the request as its route needs ([`Route::need`]), before
-/// anything else reads it: no token, a token that does not hold, or one
-/// without the scope is answered here (a read's token check goes out beside
-/// its reads, see [`Caller::authenticate`]). The caller is left in the
-/// request's extensions for the handler.
-async fn authenticate(state: &AppState, req: &mut Request) -> Result<Option<Caller>, ApiError> {
-    let Some(path) = req.extensions().get::<MatchedPath>() else {
-        return Ok(None); // no route: the fallback's 404
-    };
-    let need = state
-        .need_of(req.method(), path.as_str())
-        .unwrap_or(Need::Scope(Scope::Admin)); // undeclared: closed
-    if need == Need::Public {
-        return Ok(None);
-    }
-    let reads_only = matches!(*req.method(), Method::GET | Method::HEAD);
-    let caller =
-        Caller::authenticate(req.headers(), reads_only, state.ungated.clone(), need).await?;
-    req.extensions_mut().insert(caller.clone());
-    Ok(Some(caller))
-}
-
-/// Serves an authenticated request within its rate limits: a change takes
-/// its place in the buckets before its handler runs (its token is checked
-/// already); a read, once its token holds (it does not wait for that
-/// before its reads), so a token that does not hold takes nothing of a
-/// workspace's bucket. Every answer says where the caller stands.
-async fn limited(served: Served, caller: Caller, req: Request, next: Next) -> Response {
-    let limiter = served.state.limiter.clone();
-    let store = served.state.ungated.clone();
-    let admit = || limiter.admit(store.as_ref(), caller.workspace_id, &caller.bucket);
-    let reads_only = matches!(*req.method(), Method::GET | Method::HEAD);
-    let (admission, mut response) = if reads_only {
-        let response = idempotent::idempotent(served, req, next).await;
-        if caller.identity().await.is_err() {
-            return response; // refused by the token check in `around`
-        }
-        let admission = admit().await;
-        match admission.refusal() {
-            Some(refusal) => (admission, refusal.into_response()),
-            None => (admission, response),
-        }
-    } else {
-        let admission = admit().await;
-        match admission.refusal() {
-            Some(refusal) => (admission, refusal.into_response()),
-            None => (admission, idempotent::idempotent(served, req, next).await),
-        }
-    };
-    rate_limit_headers(&admission, &mut response);
-    response
-}
-
-/// `RateLimit-Policy` and `RateLimit` on an answer.
-fn rate_limit_headers(admission: &crate::ratelimit::Admission, response: &mut Response) {
-    if let Some((policy, limit)) = admission.headers()
-        && let (Ok(policy), Ok(limit)) = (
-            HeaderValue::from_str(&policy),
-            HeaderValue::from_str(&limit),
-        )
-    {
-        response.headers_mut().insert("ratelimit-policy", policy);
-        response.headers_mut().insert("ratelimit", limit);
-    }
 }
 
 /// One route of a group, and what describes it in the OpenAPI document.
@@ -480,55 +417,6 @@ pub fn app(mut state: AppState, groups: Vec<Group>) -> Router {
         // a clone of the routes' service and a boxed future.
         .layer(middleware::from_fn_with_state(served, around))
         .with_state(state)
-}
-
-/// The longest request target (path and query) served; longer is a 414.
-pub const MAX_URI: usize = 8 * 1024;
-/// How much of an oversized body is read and thrown away before the 413, and
-/// for how long: a client that writes its whole body before reading (most do)
-/// then reads the answer instead of a reset connection.
-const DRAIN_BYTES: usize = 8 * 1024 * 1024;
-const DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// Refuses an over-long request target (414) and a body declared larger than
-/// [`BODY_LIMIT`] (413) in the error shape, before any handler; both pass
-/// through the request log like every answer. (The HTTP server's own limit on
-/// a request head, about 400 KB in hyper, is fifty times this one.)
-async fn limits(req: Request) -> Result<Request, Response> {
-    let target = req.uri().path_and_query().map_or(0, |pq| pq.as_str().len());
-    if target > MAX_URI {
-        return Err(ApiError::new(
-            StatusCode::URI_TOO_LONG,
-            format!("the request target is longer than {} KB", MAX_URI / 1024),
-        )
-        .into_response());
-    }
-    let declared = req
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > BODY_LIMIT as u64) {
-        drain(req.into_body()).await;
-        return Err(body_too_large().into_response());
-    }
-    Ok(req)
-}
-
-/// Reads and drops a body, within [`DRAIN_BYTES`] and [`DRAIN_TIME`].
-async fn drain(body: axum::body::Body) {
-    use http_body_util::BodyExt;
-    let mut body = body;
-    let _ = tokio::time::timeout(DRAIN_TIME, async {
-        let mut read = 0;
-        while let Some(Ok(frame)) = body.frame().await {
-            read += frame.data_ref().map_or(0, |d| d.len());
-            if read > DRAIN_BYTES {
-                break;
-            }
-        }
-    })
-    .await;
 }
 
 async fn no_route(method: Method, uri: axum::http::Uri) -> ApiError {
