@@ -7,7 +7,7 @@
 # stops them whatever happens. Extra arguments go to `cargo test`.
 #
 #   scripts/test.sh                          # everything
-#   scripts/test.sh -p api-tests --test tags  # one suite
+#   scripts/test.sh -p api-tests --test api tags::  # one suite
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/dynamodb-local.sh

@@ -5,7 +5,6 @@
 //! resource, from CDK's synthesized CloudFormation (`npm run synth`, which
 //! scripts/test.sh runs) and the SAM template before its transform.
 
-#[path = "cdk/model.rs"]
 mod model;
 
 use api_tests::serde_json::json;

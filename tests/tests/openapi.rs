@@ -30,7 +30,7 @@ fn the_checked_in_document_is_the_generated_one() {
     assert!(
         checked_in == generated(),
         "docs/openapi.json is not the document the code generates; run \
-         `UPDATE_OPENAPI=1 cargo test -p api-tests --test openapi` (or `cargo run -- openapi > docs/openapi.json`) and commit it"
+         `UPDATE_OPENAPI=1 cargo test -p api-tests --test api openapi::` (or `cargo run -- openapi > docs/openapi.json`) and commit it"
     );
 }
 
