@@ -153,16 +153,26 @@ pub(crate) struct ErrorBody<'a> {
     request_id: String,
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let body = ErrorBody {
+impl ApiError {
+    fn body(&self) -> ErrorBody<'_> {
+        ErrorBody {
             status_code: self.status.as_u16(),
             error: self.status.canonical_reason().unwrap_or("Error"),
             message: &self.message,
             details: &self.details,
             request_id: crate::context::current_request_id(),
-        };
-        let mut response = (self.status, axum::Json(body)).into_response();
+        }
+    }
+
+    /// The error shape as JSON (an item of a batch answers with it).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self.body()).unwrap_or_default()
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut response = (self.status, axum::Json(self.body())).into_response();
         if let Some(seconds) = self.retry_after {
             response
                 .headers_mut()

@@ -136,6 +136,8 @@ pub struct Standing {
 pub struct Admission {
     pub standings: Vec<Standing>,
     pub retry_after: Option<u32>,
+    /// The standing of the bucket that refused the request.
+    refused_by: Option<usize>,
 }
 
 impl Admission {
@@ -167,7 +169,7 @@ impl Admission {
     /// The 429 when a bucket is empty.
     pub fn refusal(&self) -> Option<ApiError> {
         let wait = self.retry_after?;
-        let empty = self.standings.iter().find(|s| s.remaining == 0)?;
+        let empty = self.standings.get(self.refused_by?)?;
         Some(
             ApiError::new(
                 http::StatusCode::TOO_MANY_REQUESTS,
@@ -214,9 +216,19 @@ impl Limiter {
         }
     }
 
-    /// Takes one request of `token`'s bucket (a token's SHA-256 prefix) and
-    /// of its workspace's. Never fails: a store error lets the request through.
-    pub async fn admit(&self, store: &dyn Store, ws: WorkspaceId, token: &str) -> Admission {
+    /// Takes `cost` more requests (a batch counts its operations) of
+    /// `token`'s bucket (a token's SHA-256 prefix) and of its workspace's,
+    /// for a request that took `already` of them. A request never takes more
+    /// than a whole bucket (a larger batch waits for a full one). Never fails:
+    /// a store error lets the request through.
+    pub async fn admit(
+        &self,
+        store: &dyn Store,
+        ws: WorkspaceId,
+        token: &str,
+        cost: u32,
+        already: u32,
+    ) -> Admission {
         let Some(defaults) = self.defaults else {
             return Admission::default();
         };
@@ -226,12 +238,15 @@ impl Limiter {
             ("workspace", keys::rate_bucket(ws, ""), false),
         ];
         for (name, key, per_token) in buckets {
-            match self.take(store, ws, &key, per_token, defaults).await {
+            match self
+                .take(store, ws, &key, per_token, defaults, (cost, already))
+                .await
+            {
                 Ok(Taken {
                     policy,
                     tat,
                     held,
-                    allowed,
+                    short,
                 }) => {
                     let now = now_us();
                     let remaining = policy.left(tat, now) + held;
@@ -242,11 +257,14 @@ impl Limiter {
                         remaining,
                         reset,
                     });
-                    if !allowed {
-                        let wait = tat.max(now) + policy.interval_us().ceil() as i64
+                    if short > 0 {
+                        // When the bucket will have what this instance lacks.
+                        let wait = tat.max(now)
+                            + (f64::from(short) * policy.interval_us()).ceil() as i64
                             - policy.window_us()
                             - now;
                         admission.retry_after = Some(((wait.max(1) as f64) / 1e6).ceil() as u32);
+                        admission.refused_by = Some(admission.standings.len() - 1);
                         return admission;
                     }
                 }
@@ -265,23 +283,29 @@ impl Limiter {
         key: &Key,
         per_token: bool,
         defaults: Limits,
+        (cost, already): (u32, u32),
     ) -> Result<Taken, StoreError> {
+        let within = |quota: u32| cost.min(quota.saturating_sub(already));
         let now = now_us();
+        // What this instance still holds: spent first, kept when leasing more.
+        let mut kept = 0;
         if let Some(lease) = self
             .local
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get_mut(key)
-            && lease.held > 0
             && now < lease.until
         {
-            lease.held -= 1;
-            return Ok(Taken {
-                policy: lease.policy,
-                tat: lease.tat,
-                held: lease.held,
-                allowed: true,
-            });
+            if lease.held >= within(lease.policy.quota) {
+                lease.held -= within(lease.policy.quota);
+                return Ok(Taken {
+                    policy: lease.policy,
+                    tat: lease.tat,
+                    held: lease.held,
+                    short: 0,
+                });
+            }
+            kept = lease.held;
         }
         for _ in 0..4 {
             let items = store
@@ -304,15 +328,28 @@ impl Limiter {
             let now = now_us();
             let base = tat.unwrap_or(now).max(now);
             let free = policy.left(base, now);
-            if free == 0 {
+            // A batch larger than the whole bucket takes the whole bucket.
+            let cost = within(policy.quota);
+            let wanted = cost.saturating_sub(kept);
+            if wanted == 0 {
+                // Nothing to take (a batch whose first request took the whole
+                // bucket): where it stands, without a write.
+                return Ok(Taken {
+                    policy,
+                    tat: base,
+                    held: kept - cost,
+                    short: 0,
+                });
+            }
+            if free < wanted {
                 return Ok(Taken {
                     policy,
                     tat: base,
                     held: 0,
-                    allowed: false,
+                    short: wanted,
                 });
             }
-            let took = free.min((policy.quota / 20).clamp(LEASE, MAX_LEASE));
+            let took = free.min((policy.quota / 20).clamp(LEASE, MAX_LEASE).max(wanted));
             let new_tat = base + (f64::from(took) * policy.interval_us()).ceil() as i64;
             let item = json!({
                 "pk": key.pk, "sk": key.sk, "_type": "RateBucket",
@@ -329,10 +366,11 @@ impl Limiter {
             };
             match store.write(vec![write]).await {
                 Ok(()) => {
+                    let held = kept + took - cost;
                     let lease = Lease {
                         policy,
                         tat: new_tat,
-                        held: took - 1,
+                        held,
                         until: now + LEASE_TIME_US,
                     };
                     self.local
@@ -342,8 +380,8 @@ impl Limiter {
                     return Ok(Taken {
                         policy,
                         tat: new_tat,
-                        held: took - 1,
-                        allowed: true,
+                        held,
+                        short: 0,
                     });
                 }
                 Err(StoreError::ConditionFailed { .. }) => continue, // another instance leased first
@@ -360,7 +398,8 @@ struct Taken {
     policy: Policy,
     tat: i64,
     held: u32,
-    allowed: bool,
+    /// Requests the bucket lacks (0: taken).
+    short: u32,
 }
 
 /// Bucket times are in microseconds since the epoch.

@@ -7,6 +7,7 @@
 mod api_tokens;
 mod audit;
 mod auth;
+mod batch;
 mod billing;
 mod campaigns;
 mod cdk;

@@ -454,3 +454,39 @@ api_test! {
         assert_units(&app, "2 bucket leases", cost.write_units, 2.0);
     }
 }
+
+api_test! {
+    /// A batch costs what its operations cost through their single routes
+    /// (one transaction each, the same write units), less the token check
+    /// of every request but one; an upsert by phone reads the phone's
+    /// sentinel (and the contact it names) before its write.
+    async fn a_batch_costs_its_operations(app) {
+        let operations: Vec<_> = (0..10).map(|i| json!({ "op": "create", "data": { "name": format!("b{i}") } })).collect();
+        let batch = cost_of(&app, || async {
+            app.post("/v3/tags/batch", json!({ "operations": operations })).await.expect(200);
+        })
+        .await;
+        let singles = cost_of(&app, || async {
+            for i in 0..10 {
+                app.post("/v3/tags", json!({ "name": format!("s{i}") })).await.expect(201);
+            }
+        })
+        .await;
+        assert_eq!(batch.transactions, singles.transactions, "one transaction per operation");
+        assert_eq!(batch.transactions, 10);
+        assert_eq!(batch.gets + 9, singles.gets, "one token check, not ten");
+        assert_eq!((batch.queries, batch.scanned), (0, 0));
+        assert_units(&app, "a batch of 10 tags, in write units", batch.write_units, singles.write_units);
+
+        let upserts: Vec<_> = ["11987654321", "(11) 8765-4321"].iter().map(|p| json!({ "op": "upsert", "data": { "phone": p } })).collect();
+        let cost = cost_of(&app, || async {
+            app.post("/v3/contacts/batch", json!({ "operations": upserts })).await.expect(200);
+        })
+        .await;
+        // The token; then a sentinel read for the first (none: a create), and
+        // for the second the sentinel, the contact it names, and the update's
+        // strongly consistent read of it; the second changes nothing, so it
+        // writes nothing.
+        assert_eq!((cost.gets, cost.queries, cost.batch_gets, cost.transactions), (5, 0, 0, 1), "{cost:?}");
+    }
+}

@@ -163,11 +163,37 @@ api_test! {
         let limiter = Limiter::with(limits(1, 1));
         let down = DownStore::default();
         for _ in 0..3 {
-            let admission = limiter.admit(&down, shared::ids::WorkspaceId(1), "abc").await;
+            let admission = limiter.admit(&down, shared::ids::WorkspaceId(1), "abc", 1, 0).await;
             assert!(admission.refusal().is_none() && admission.standings.is_empty());
         }
         // And the same limiter on the real store refuses the second.
-        assert!(limiter.admit(app.store.as_ref(), shared::ids::WorkspaceId(1), "abc").await.refusal().is_none());
-        assert!(limiter.admit(app.store.as_ref(), shared::ids::WorkspaceId(1), "abc").await.refusal().is_some());
+        assert!(limiter.admit(app.store.as_ref(), shared::ids::WorkspaceId(1), "abc", 1, 0).await.refusal().is_none());
+        assert!(limiter.admit(app.store.as_ref(), shared::ids::WorkspaceId(1), "abc", 1, 0).await.refusal().is_some());
+    }
+}
+
+api_test! {
+    /// A batch counts one request per operation: the bucket's headers say
+    /// so, and a batch larger than what is left is a 429 that writes nothing.
+    async fn a_batch_counts_per_operation(app) {
+        let (app, clock) = app.rate_limited(limits(10, 100));
+        let token = a_token(&app, "batch").await;
+        let client = app.as_token(&token);
+        let creates = |n: usize| {
+            let operations: Vec<_> = (0..n).map(|i| json!({ "op": "create", "data": { "name": format!("t{n}-{i}") } })).collect();
+            json!({ "operations": operations })
+        };
+        let answer = client.post("/v3/tags/batch", creates(7)).await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        assert_eq!(remaining(&answer)["token"], 3);
+        let refused = client.post("/v3/tags/batch", creates(4)).await;
+        assert_eq!(refused.status, 429, "{}", refused.body);
+        assert_eq!(refused.headers["retry-after"], "1", "one more request in 1 s");
+        assert_eq!(app.get("/v3/tags").await.expect(200)["totalCount"], 7);
+        // A batch larger than the whole bucket waits for the whole bucket.
+        clock.advance(Duration::seconds(10));
+        let answer = client.post("/v3/tags/batch", creates(12)).await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        assert_eq!(remaining(&answer)["token"], 0);
     }
 }

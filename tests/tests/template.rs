@@ -54,6 +54,55 @@ fn template_routes(template: &Value) -> BTreeSet<(String, String, String)> {
     routes
 }
 
+/// Every function serving a route behind a token leases rate-limit buckets
+/// (shared/src/ratelimit.rs): one BatchGetItem and one PutItem in the
+/// workspace's rate partition. Without them, each lease fails (open) and
+/// costs every request a refused round trip.
+#[test]
+fn every_function_behind_a_token_may_lease_its_rate_limits() {
+    let behind_a_token: BTreeSet<String> = crm::groups()
+        .iter()
+        .filter(|g| {
+            g.routes()
+                .iter()
+                .any(|r| r.need != Some(shared::auth::Need::Public))
+        })
+        .map(|g| g.name.to_owned())
+        .collect();
+    let bucket = shared::keys::rate_bucket(shared::ids::WorkspaceId(7), "abc").pk;
+    assert_eq!(bucket, "W#7#RATE", "the partition the statements name");
+    let mut checked = BTreeSet::new();
+    for (_, resource) in resources(&template()) {
+        let binary = resource["Metadata"]["BuildProperties"]["Binary"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if !behind_a_token.contains(&binary) {
+            continue;
+        }
+        let statements: Vec<&Value> = resource["Properties"]["Policies"]
+            .as_sequence()
+            .into_iter()
+            .flatten()
+            .flat_map(|p| p["Statement"].as_sequence().into_iter().flatten())
+            .collect();
+        for action in ["dynamodb:BatchGetItem", "dynamodb:PutItem"] {
+            let allowed = statements.iter().any(|s| {
+                s["Action"]
+                    .as_sequence()
+                    .is_some_and(|a| a.iter().any(|a| a.as_str() == Some(action)))
+                    && (s["Condition"].is_null()
+                        || serde_yaml::to_string(&s["Condition"])
+                            .unwrap()
+                            .contains("W#*#RATE"))
+            });
+            assert!(allowed, "{binary}: {action} on the rate-limit partitions");
+        }
+        checked.insert(binary);
+    }
+    assert_eq!(checked, behind_a_token, "a function of each such group");
+}
+
 #[test]
 fn template_routes_are_the_served_routes() {
     let served: BTreeSet<_> = crm::groups()

@@ -5,6 +5,7 @@ use axum::Json;
 use axum::extract::State;
 use shared::ApiError;
 use shared::auth::{Caller, Resource};
+use shared::domain::batch::{self, BatchAnswer, BatchRequest, ContactOp};
 use shared::domain::contacts::{
     self, ContactInput, ContactInputV1, ContactListItem, ContactQuery, ContactV1, ContactV3,
     Creation, V1Query, WindowQuery,
@@ -12,7 +13,7 @@ use shared::domain::contacts::{
 use shared::domain::events::{EventPage, HistoryQuery};
 use shared::domain::imports::{self, ImportJobView, ImportRequest};
 use shared::http::{
-    AppState, Body, Created, Group, Params, PathId, PathKey, ReadBackRoute, Reply, created,
+    AppState, Body, Created, Group, Meter, Params, PathId, PathKey, ReadBackRoute, Reply, created,
 };
 use shared::page::{CursorPage, ListPage};
 
@@ -24,6 +25,9 @@ pub fn group() -> Group {
         .post("/v3/contacts", create)
         .reads_back("/v3/contacts/{id}")
         .summary("Create a contact")
+        .post("/v3/contacts/batch", batch)
+        .summary("Create, update or upsert up to 100 contacts, each answered on its own")
+        .extension()
         .get("/v3/contacts/all", list_window)
         .summary("List contacts created in a window of at most 2 hours")
         .post("/v3/contacts/find-or-create", find_or_create)
@@ -75,6 +79,17 @@ async fn create(
 ) -> Result<Created<ContactV3>, ApiError> {
     let contact = contacts::create(s.store.as_ref(), &caller, input, Creation::Api).await?;
     Ok(created(ContactV3::from(contact)))
+}
+
+/// 200 when every operation succeeded, 207 when some did not.
+async fn batch(
+    State(s): State<AppState>,
+    caller: Caller,
+    meter: Meter,
+    Body(request): Body<BatchRequest<ContactOp, ContactInput>>,
+) -> Result<BatchAnswer<ContactV3>, ApiError> {
+    meter.charge_batch(request.operations.len()).await?;
+    Ok(batch::contacts(s.store.as_ref(), &caller, request).await)
 }
 
 async fn list_window(

@@ -4,10 +4,11 @@ use axum::Json;
 use axum::extract::State;
 use shared::ApiError;
 use shared::auth::{Caller, Resource};
+use shared::domain::batch::{self, BatchAnswer, BatchRequest, DealData, DealOp};
 use shared::domain::deals::{self, DealCreate, DealPatch, DealQuery, DealView};
 use shared::domain::events::{EventPage, HistoryQuery};
 use shared::http::{
-    AppState, Body, Created, Group, Grouped, Params, PathId, PathKey, Reply, created,
+    AppState, Body, Created, Group, Grouped, Meter, Params, PathId, PathKey, Reply, created,
 };
 use shared::page::ListPage;
 
@@ -19,6 +20,9 @@ pub fn group() -> Group {
         .post("/v3/deals", create)
         .reads_back("/v3/deals/{id}")
         .summary("Create a deal")
+        .post("/v3/deals/batch", batch)
+        .summary("Create or update up to 100 deals, each answered on its own")
+        .extension()
         .get("/v3/deals/{id}", get)
         .summary("Read a deal")
         .get("/v3/deals/{id}/history", history)
@@ -80,4 +84,15 @@ async fn update(
             .await?
             .into(),
     ))
+}
+
+/// 200 when every operation succeeded, 207 when some did not.
+async fn batch(
+    State(s): State<AppState>,
+    caller: Caller,
+    meter: Meter,
+    Body(request): Body<BatchRequest<DealOp, DealData>>,
+) -> Result<BatchAnswer<DealView>, ApiError> {
+    meter.charge_batch(request.operations.len()).await?;
+    Ok(batch::deals(s.store.as_ref(), &caller, request).await)
 }

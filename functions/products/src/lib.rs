@@ -4,8 +4,9 @@
 use axum::Json;
 use axum::extract::State;
 use shared::auth::{Caller, Resource};
+use shared::domain::batch::{self, BatchAnswer, BatchRequest, ProductOp};
 use shared::domain::products::{self, PatchProduct, ProductView};
-use shared::http::{AppState, Body, Group, Params, PathId, Reply};
+use shared::http::{AppState, Body, Group, Meter, Params, PathId, Reply};
 use shared::page::{ListPage, OffsetQuery};
 
 pub fn group() -> Group {
@@ -13,6 +14,9 @@ pub fn group() -> Group {
         .scoped(Resource::Products)
         .get("/v3/products", list)
         .summary("List products")
+        .extension()
+        .post("/v3/products/batch", batch)
+        .summary("Update up to 100 products, each answered on its own")
         .extension()
         .get("/v3/products/{id}", get)
         .summary("Read a product")
@@ -50,4 +54,15 @@ async fn update(
             .await?
             .into(),
     ))
+}
+
+/// 200 when every operation succeeded, 207 when some did not.
+async fn batch(
+    State(s): State<AppState>,
+    caller: Caller,
+    meter: Meter,
+    Body(request): Body<BatchRequest<ProductOp, PatchProduct>>,
+) -> Result<BatchAnswer<ProductView>, shared::ApiError> {
+    meter.charge_batch(request.operations.len()).await?;
+    Ok(batch::products(s.store.as_ref(), &caller, request).await)
 }

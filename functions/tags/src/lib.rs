@@ -3,9 +3,10 @@
 use axum::Json;
 use axum::extract::State;
 use shared::auth::{Caller, Resource};
+use shared::domain::batch::{self, BatchAnswer, BatchRequest, TagData, TagOp};
 use shared::domain::tags::{self, CreateTag, CreateTagV1, PatchTag, PatchTagV1, TagV1, TagV3};
 use shared::http::{
-    AppState, Body, Created, Group, Linked, Params, PathId, Reply, created, next_link,
+    AppState, Body, Created, Group, Linked, Meter, Params, PathId, Reply, created, next_link,
 };
 use shared::page::{CursorQuery, ListPage, OffsetQuery};
 
@@ -17,6 +18,9 @@ pub fn group() -> Group {
         .post("/v3/tags", create)
         .reads_back("/v3/tags/{id}")
         .summary("Create a tag")
+        .post("/v3/tags/batch", batch)
+        .summary("Create, update, upsert or delete up to 100 tags, each answered on its own")
+        .extension()
         .get("/v3/tags/{id}", get)
         .summary("Read a tag")
         .patch("/v3/tags/{id}", update)
@@ -124,4 +128,15 @@ async fn delete_v1(State(s): State<AppState>, caller: Caller, PathId(id): PathId
     Ok(Json(
         tags::delete(s.store.as_ref(), &caller, id).await?.into(),
     ))
+}
+
+/// 200 when every operation succeeded, 207 when some did not.
+async fn batch(
+    State(s): State<AppState>,
+    caller: Caller,
+    meter: Meter,
+    Body(request): Body<BatchRequest<TagOp, TagData>>,
+) -> Result<BatchAnswer<TagV3>, shared::ApiError> {
+    meter.charge_batch(request.operations.len()).await?;
+    Ok(batch::tags(s.store.as_ref(), &caller, request).await)
 }

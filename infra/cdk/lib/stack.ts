@@ -153,6 +153,15 @@ export class CrmApiStack extends cdk.Stack {
         const resources = [table.attrArn, ...(spec.index ? [`${table.attrArn}/index/gsi1`] : [])];
         fn.addToRolePolicy(new iam.PolicyStatement({ actions: spec.actions, resources }));
       }
+      if (spec.actions.length > 0 && routes.has(spec.binary)) {
+        // The rate limiter (shared/src/ratelimit.rs) leases its buckets: only
+        // in the workspaces' rate-limit partitions.
+        fn.addToRolePolicy(new iam.PolicyStatement({
+          actions: ['dynamodb:BatchGetItem', 'dynamodb:PutItem'],
+          resources: [table.attrArn],
+          conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['W#*#RATE'] } },
+        }));
+      }
       if (spec.sends) queues[spec.sends].queue.grantSendMessages(fn);
       if (spec.trigger === 'jobs') {
         fn.addEventSource(new SqsEventSource(jobQueue, { batchSize: 5, reportBatchItemFailures: true }));

@@ -2,6 +2,7 @@
 //! and does one operation of the spec. Handlers only parse and delegate.
 
 pub mod audit;
+pub mod batch;
 pub mod billing;
 pub mod business_hours;
 pub mod campaigns;

@@ -236,6 +236,49 @@ pub async fn create(store: &dyn Store, caller: &Caller, input: CreateTag) -> Api
     with_fresh_id(|id| insert(store, caller, id, &input, Stamps::new())).await
 }
 
+/// The tag of this name (without case or accents) is updated with the
+/// input, or the input is created; two at once make one tag (the loser of
+/// the name's sentinel finds the winner's). `true`: created.
+pub async fn upsert(
+    store: &dyn Store,
+    caller: &Caller,
+    input: CreateTag,
+) -> ApiResult<(Tag, bool)> {
+    let name = keys::tag_name(caller.workspace_id, &normalize_name(&input.name));
+    for _ in 0..8 {
+        let owner = store
+            .get(&name, true)
+            .await?
+            .and_then(|sentinel| sentinel.get("owner")?.as_str()?.parse::<u64>().ok());
+        let attempt = match owner {
+            Some(id) => {
+                let patch = PatchTag {
+                    name: Some(input.name.clone()),
+                    color: input.color.clone(),
+                    text_color: input.text_color.clone().map(Some),
+                    author_id: input.author_id.map(Some),
+                    legacy_id: input.legacy_id.clone().map(Some),
+                };
+                update(store, caller, id, patch).await.map(|t| (t, false))
+            }
+            None => with_fresh_id(|id| insert(store, caller, id, &input, Stamps::new()))
+                .await
+                .map(|t| (t, true)),
+        };
+        match attempt {
+            // The name taken, or the tag changed or deleted, in between: look again.
+            Err(e)
+                if e.status == http::StatusCode::CONFLICT
+                    || e.status == http::StatusCode::NOT_FOUND =>
+            {
+                continue;
+            }
+            done => return done,
+        }
+    }
+    Err(ApiError::conflict("the tag kept changing; retry"))
+}
+
 /// Creates the tag `id`, its name's claim and its count, in one transaction.
 async fn insert(
     store: &dyn Store,

@@ -1,7 +1,10 @@
 //! The guard of every route: who the caller is and what its route needs of
 //! it ([`Route::need`](super::Route::need)), then its rate limits.
 
-use axum::extract::{MatchedPath, Request};
+use std::sync::{Arc, Mutex};
+
+use axum::extract::{FromRequestParts, MatchedPath, Request};
+use axum::http::request::Parts;
 use axum::http::{HeaderValue, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -9,6 +12,8 @@ use axum::response::{IntoResponse, Response};
 use super::{AppState, Served, idempotent};
 use crate::auth::{Caller, Need, Scope};
 use crate::error::ApiError;
+use crate::ratelimit::{Admission, Limiter};
+use crate::store::SharedStore;
 
 /// Authenticates the request as its route needs ([`Route::need`]), before
 /// anything else reads it: no token, a token that does not hold, or one
@@ -37,37 +42,116 @@ pub(super) async fn authenticate(
 
 /// Serves an authenticated request within its rate limits: a change takes
 /// its place in the buckets before its handler runs (its token is checked
-/// already); a read, once its token holds (it does not wait for that
-/// before its reads), so a token that does not hold takes nothing of a
+/// already), and a batch the rest of its operations once it has read them
+/// ([`Meter::charge`]); a read, once its token holds (it does not wait for
+/// that before its reads), so a token that does not hold takes nothing of a
 /// workspace's bucket. Every answer says where the caller stands.
-pub(super) async fn limited(served: Served, caller: Caller, req: Request, next: Next) -> Response {
-    let limiter = served.state.limiter.clone();
-    let store = served.state.ungated.clone();
-    let admit = || limiter.admit(store.as_ref(), caller.workspace_id, &caller.bucket);
+pub(super) async fn limited(
+    served: Served,
+    caller: Caller,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let meter = Meter(Some(Arc::new(Metered {
+        limiter: served.state.limiter.clone(),
+        store: served.state.ungated.clone(),
+        caller: caller.clone(),
+        admission: Mutex::default(),
+    })));
     let reads_only = matches!(*req.method(), Method::GET | Method::HEAD);
-    let (admission, mut response) = if reads_only {
+    let mut response = if reads_only {
         let response = idempotent::idempotent(served, req, next).await;
         if caller.identity().await.is_err() {
             return response; // refused by the token check in `around`
         }
-        let admission = admit().await;
-        match admission.refusal() {
-            Some(refusal) => (admission, refusal.into_response()),
-            None => (admission, response),
+        match meter.charge(1).await {
+            Err(refusal) => refusal.into_response(),
+            Ok(()) => response,
         }
     } else {
-        let admission = admit().await;
-        match admission.refusal() {
-            Some(refusal) => (admission, refusal.into_response()),
-            None => (admission, idempotent::idempotent(served, req, next).await),
+        match meter.charge(1).await {
+            Err(refusal) => refusal.into_response(),
+            Ok(()) => {
+                req.extensions_mut().insert(meter.clone());
+                idempotent::idempotent(served, req, next).await
+            }
         }
     };
-    rate_limit_headers(&admission, &mut response);
+    if let Some(metered) = &meter.0 {
+        let admission = metered.admission.lock().unwrap_or_else(|e| e.into_inner());
+        rate_limit_headers(&admission.0, &mut response);
+    }
     response
 }
 
+/// A request's place in its rate limits, shared with its handler.
+#[derive(Clone, Default)]
+pub struct Meter(Option<Arc<Metered>>);
+
+struct Metered {
+    limiter: Arc<Limiter>,
+    store: SharedStore,
+    caller: Caller,
+    /// Where the request stands after its last charge, and what it took.
+    admission: Mutex<(Admission, u32)>,
+}
+
+impl Meter {
+    /// Takes `requests` more of the caller's buckets: a 429 when they do not
+    /// have them, before the handler writes anything.
+    pub async fn charge(&self, requests: usize) -> Result<(), ApiError> {
+        let Some(metered) = &self.0 else {
+            return Ok(());
+        };
+        if requests == 0 {
+            return Ok(());
+        }
+        let caller = &metered.caller;
+        let cost = u32::try_from(requests).unwrap_or(u32::MAX);
+        let already = metered
+            .admission
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .1;
+        let admission = metered
+            .limiter
+            .admit(
+                metered.store.as_ref(),
+                caller.workspace_id,
+                &caller.bucket,
+                cost,
+                already,
+            )
+            .await;
+        let refusal = admission.refusal();
+        let taken = match refusal {
+            None => already.saturating_add(cost),
+            Some(_) => already,
+        };
+        *metered.admission.lock().unwrap_or_else(|e| e.into_inner()) = (admission, taken);
+        refusal.map_or(Ok(()), Err)
+    }
+
+    /// A batch of `operations`: the request counted one already.
+    pub async fn charge_batch(&self, operations: usize) -> Result<(), ApiError> {
+        self.charge(operations.saturating_sub(1)).await
+    }
+}
+
+/// The handler's view of its request's meter (none outside the guard, as in
+/// a test calling a handler directly: nothing to charge).
+impl<S: Send + Sync> FromRequestParts<S> for Meter {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(parts.extensions.get::<Meter>().cloned().unwrap_or_default())
+    }
+}
+
+impl aide::operation::OperationInput for Meter {}
+
 /// `RateLimit-Policy` and `RateLimit` on an answer.
-fn rate_limit_headers(admission: &crate::ratelimit::Admission, response: &mut Response) {
+fn rate_limit_headers(admission: &Admission, response: &mut Response) {
     if let Some((policy, limit)) = admission.headers()
         && let (Ok(policy), Ok(limit)) = (
             HeaderValue::from_str(&policy),

@@ -32,6 +32,7 @@ pub use extract::{
     Body, Grouped, InPath, MaybeBody, Params, PathId, PathKey, PathParam, numeric_param,
     path_param, text_param,
 };
+pub use guard::Meter;
 
 pub use reply::{Created, Linked, Reply, Saved, created, next_link};
 

@@ -272,7 +272,7 @@ fn errors(ctx: &mut GenContext, list: &[(u16, &str)]) -> Vec<(Option<StatusCode>
 }
 
 /// A JSON success response with the schema of `T`.
-pub(super) fn success<T: JsonSchema>(
+pub(crate) fn success<T: JsonSchema>(
     ctx: &mut GenContext,
     code: u16,
     description: &str,

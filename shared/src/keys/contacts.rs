@@ -50,6 +50,22 @@ pub fn contact_email(workspace_id: WorkspaceId, email: &str, contact_id: u64) ->
     )
 }
 
+pub fn contact_external_ids(workspace_id: WorkspaceId) -> String {
+    collection(workspace_id, "EXTERNALID")
+}
+
+/// Sort-key prefix of every contact with this `externalId` (exact).
+pub fn contact_external_id_prefix(external_id: &str) -> String {
+    format!("{external_id}#")
+}
+
+pub fn contact_external_id(workspace_id: WorkspaceId, external_id: &str, contact_id: u64) -> Key {
+    Key::new(
+        contact_external_ids(workspace_id),
+        format!("{external_id}#{}", padded(contact_id)),
+    )
+}
+
 pub fn contact_words(workspace_id: WorkspaceId) -> String {
     collection(workspace_id, "NAMEWORD")
 }

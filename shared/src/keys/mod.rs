@@ -31,6 +31,7 @@
 //! | New contact       | `newContact=true`, by creation         | table | `W#<ws>#NEWCONTACT`   | `<id:16>`               |
 //! | Contact phone     | phone identity (unique per workspace)  | table | `W#<ws>#PHONE`        | `<E.164>`               |
 //! | Contact e-mail    | exact e-mail, without case             | table | `W#<ws>#EMAIL`        | `<email>#<id:16>`       |
+//! | Contact external id | upsert by `externalId`, exact        | table | `W#<ws>#EXTERNALID`   | `<externalId>#<id:16>`  |
 //! | Contact name word | search by a word's first letters       | table | `W#<ws>#NAMEWORD`     | `<word>#<id:16>`        |
 //! | Organization      | by id                                  | table | `W#<ws>#ORG`          | `<id:16>`               |
 //! | Organization link | the contacts of an organization        | table | `W#<ws>#ORG#<org>`    | `<contact:16>`          |

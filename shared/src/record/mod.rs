@@ -16,7 +16,7 @@ mod mutation;
 
 pub use audit::{AUDIT_LIST, AuditEntry};
 pub use event::{Event, EventData, StoredEvent};
-pub use mutation::{CommitError, Mutation, upsert, with_fresh_id};
+pub use mutation::{CommitError, Mutation, changed_meanwhile, upsert, with_fresh_id};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;

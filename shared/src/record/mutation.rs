@@ -44,6 +44,15 @@ pub async fn upsert<R: Versioned + Clone>(
     Ok(next)
 }
 
+const CHANGED_MEANWHILE: &str =
+    "the record changed while this request ran; read it again and retry";
+
+/// Whether `e` is the 409 of a record written by another request between
+/// this one's read and its write: reading it again and retrying may pass.
+pub fn changed_meanwhile(e: &ApiError) -> bool {
+    e.status == http::StatusCode::CONFLICT && e.message == CHANGED_MEANWHILE
+}
+
 /// Which write of a mutation failed its condition, and what that means to the client.
 enum OnFailure {
     /// A fresh id was taken already: the caller retries with a new one.
@@ -113,9 +122,7 @@ impl<'a> Mutation<'a> {
                 item,
                 condition: Some(Condition::VersionIs(version)),
             },
-            Some(OnFailure::Error(ApiError::conflict(
-                "the record changed while this request ran; read it again and retry",
-            ))),
+            Some(OnFailure::Error(ApiError::conflict(CHANGED_MEANWHILE))),
         ));
         Ok(self)
     }

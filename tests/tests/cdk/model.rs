@@ -232,9 +232,16 @@ pub fn dynamodb_of(statements: &[Value], function: &mut Function) {
             Value::Array(list) => list.iter().filter_map(Value::as_str).collect(),
             _ => Vec::new(),
         };
+        // A condition is part of what is allowed: `<action> if <condition>`.
+        let condition = match &statement["Condition"] {
+            Value::Null => String::new(),
+            condition => format!(" if {condition}"),
+        };
         for action in actions {
             if action.starts_with("dynamodb:") {
-                function.dynamodb_actions.insert(action.to_owned());
+                function
+                    .dynamodb_actions
+                    .insert(format!("{action}{condition}"));
                 function.reads_index |= statement["Resource"].to_string().contains("/index/gsi1");
             }
             if action == "sqs:SendMessage" {

@@ -13,7 +13,7 @@ use crate::validate::nullable;
 /// `customFields` merges (a key set to `null` is removed). Limits: name, email
 /// and location 128 characters; phone, external ids, origin and social ids 100;
 /// `_id` 128; avatar 2,048; notes 10,000.
-#[derive(Debug, Default, Deserialize, Validate, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ContactInput {
     #[serde(default, rename = "_id", deserialize_with = "nullable")]

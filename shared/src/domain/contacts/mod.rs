@@ -13,6 +13,7 @@
 //! - `write`: create, update, find-or-create, by phone;
 //! - `list`: `GET /v3/contacts` and its filters; `search`: the `search` term;
 //! - `window`: `GET /v3/contacts/all`; `v1`: `GET /v1/contacts`;
+//! - `upsert`: found by phone, e-mail or `externalId`, else created;
 //! - `load`: the `contact` line of `crm load`.
 
 mod input;
@@ -20,6 +21,7 @@ mod list;
 mod load;
 mod record;
 mod search;
+mod upsert;
 mod v1;
 mod view;
 mod window;
@@ -29,6 +31,7 @@ pub use input::{ContactInput, ContactInputV1};
 pub use list::{ContactQuery, SortField, SortOrder, list};
 pub use load::line_types;
 pub use record::{Contact, ContactFields, CrmData, Referrals};
+pub use upsert::{UpsertKey, upsert};
 pub use v1::{V1Query, list_v1};
 pub use view::{ContactListItem, ContactV1, ContactV3, list_items};
 pub use window::{MAX_WINDOW_HOURS, WindowQuery, list_window};

@@ -160,12 +160,16 @@ impl Record for Contact {
 }
 
 impl Contact {
-    /// The non-unique index items of this contact: e-mail, name words, new.
+    /// The non-unique index items of this contact: e-mail, external id, name
+    /// words, new.
     pub(crate) fn index_item_keys(&self) -> BTreeSet<Key> {
         let ws = self.workspace_id;
         let mut keys = BTreeSet::new();
         if let Some(email) = &self.fields.email {
             keys.insert(keys::contact_email(ws, &email.to_lowercase(), self.id));
+        }
+        if let Some(external_id) = &self.fields.external_id {
+            keys.insert(keys::contact_external_id(ws, external_id, self.id));
         }
         for word in text::search_words(self.fields.name.as_deref().unwrap_or("")) {
             keys.insert(keys::contact_word(ws, &word, self.id));

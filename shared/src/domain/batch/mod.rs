@@ -1,0 +1,306 @@
+//! Batches: up to [`MAX_OPERATIONS`] operations on one resource in one
+//! request (`POST /v3/<resource>/batch`), each answered on its own, in input
+//! order (docs/design.md, "Batches").
+//!
+//! Each operation is read, checked and applied alone, by the same domain
+//! function as its single route: a bad or conflicting item gets its own
+//! error in the API's error shape and never fails the others. Operations run
+//! one after the other, so two items naming one record act in input order
+//! (the second sees the first), and the commits of a request carrying an
+//! `Idempotency-Key` move its record in turn.
+
+use std::future::Future;
+use std::marker::PhantomData;
+
+use http::StatusCode;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use validator::Validate;
+
+use crate::error::{ApiError, ApiResult, FieldProblem, from_value, validation_error};
+use crate::ids;
+
+mod ops;
+
+pub use ops::{
+    ContactOp, DealData, DealOp, ProductOp, TagData, TagOp, contacts, deals, products, tags,
+};
+
+/// The most operations in one batch.
+pub const MAX_OPERATIONS: usize = 100;
+
+/// `{ "operations": [ ... ] }`, 1 to 100 of them. Each is kept as JSON here
+/// and read on its own, so that one malformed item is answered alone.
+#[derive(Debug, Deserialize, Validate, JsonSchema)]
+#[serde(deny_unknown_fields, bound(deserialize = ""))]
+#[schemars(bound = "K: JsonSchema, D: JsonSchema", rename = "BatchRequest_{D}")]
+pub struct BatchRequest<K, D> {
+    /// The operations, applied in this order.
+    #[schemars(with = "Vec<Operation<K, D>>")]
+    #[validate(length(min = 1, max = 100))]
+    pub operations: Vec<Value>,
+    #[serde(skip)]
+    kind: PhantomData<(K, D)>,
+}
+
+/// One operation: what to do (`op`), to which record (`id`, or found `by`
+/// a key), with which fields (`data`, as the single route's body).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, bound(deserialize = "K: Deserialize<'de>"))]
+#[schemars(bound = "K: JsonSchema, D: JsonSchema", rename = "BatchOperation_{D}")]
+pub struct Operation<K, D> {
+    pub op: K,
+    /// The record to update or delete.
+    #[serde(default)]
+    pub id: Option<RecordId>,
+    /// What an upsert of contacts finds the contact by: `phone` (the
+    /// default), `email` or `externalId`.
+    #[serde(default)]
+    pub by: Option<crate::domain::contacts::UpsertKey>,
+    /// The record's fields, as the body of the operation's single route.
+    #[serde(default)]
+    #[schemars(with = "Option<D>")]
+    pub data: Option<Value>,
+    #[serde(skip)]
+    #[schemars(skip)]
+    fields: PhantomData<D>,
+}
+
+/// A record's id, as a string of digits or a number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordId(pub u64);
+
+impl<'de> Deserialize<'de> for RecordId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        ids::id_string::deserialize(d).map(RecordId)
+    }
+}
+
+impl JsonSchema for RecordId {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        ids::IdString::schema_name()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        ids::IdString::json_schema(generator)
+    }
+}
+
+impl<K, D> Operation<K, D> {
+    /// The fields, read strictly and checked as `T` (the single route's body).
+    pub fn data<T: DeserializeOwned + Validate>(&self) -> ApiResult<T> {
+        let data = self
+            .data
+            .as_ref()
+            .ok_or_else(|| ApiError::field("data", "is required"))?;
+        let body: T = from_value(data).map_err(|e| named(e, "data"))?;
+        body.validate()
+            .map_err(|e| named(validation_error(e), "data"))?;
+        Ok(body)
+    }
+
+    /// The record named: required by `update` and `delete`.
+    pub fn id(&self) -> ApiResult<u64> {
+        self.id
+            .map(|RecordId(id)| id)
+            .ok_or_else(|| ApiError::field("id", "is required to name the record"))
+    }
+
+    /// Refuses an `id`: only `update` and `delete` name a record.
+    pub fn no_id(&self) -> ApiResult<&Self> {
+        match self.id {
+            Some(_) => Err(ApiError::field("id", "is only taken by update and delete")),
+            None => Ok(self),
+        }
+    }
+
+    /// Refuses `by`: only an upsert of contacts takes it.
+    pub fn no_by(&self) -> ApiResult<&Self> {
+        match self.by {
+            Some(_) => Err(ApiError::field(
+                "by",
+                "is only taken by an upsert of contacts",
+            )),
+            None => Ok(self),
+        }
+    }
+
+    /// Refuses `data`: a delete takes none.
+    pub fn no_data(&self) -> ApiResult<&Self> {
+        match self.data {
+            Some(_) => Err(ApiError::field("data", "is not taken by delete")),
+            None => Ok(self),
+        }
+    }
+}
+
+/// What an operation did.
+pub struct Applied<V> {
+    pub id: String,
+    pub created: bool,
+    pub data: V,
+}
+
+impl<V> Applied<V> {
+    pub fn new(id: impl ToString, created: bool, data: V) -> Self {
+        Self {
+            id: id.to_string(),
+            created,
+            data,
+        }
+    }
+}
+
+/// The answer to one operation.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "BatchResult_{V}")]
+pub struct ItemResult<V> {
+    /// The operation's position in `operations`, from 0.
+    pub index: usize,
+    /// The status its single route would have answered: 201 created, 200
+    /// changed, unchanged or deleted, or the error's.
+    pub status: u16,
+    /// The record's id (absent when the operation failed before naming one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Whether the operation created the record (an upsert tells which).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created: Option<bool>,
+    /// The record after the operation (a deleted one as it was), absent on
+    /// failure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<V>,
+    /// On failure: the API's error shape, as the single route answers it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<crate::error::ErrorBody<'static>>")]
+    pub error: Option<Value>,
+}
+
+/// A batch's answer: 200 when every operation succeeded, 207 otherwise.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "BatchAnswer_{V}")]
+pub struct BatchAnswer<V> {
+    /// One per operation, in input order.
+    pub results: Vec<ItemResult<V>>,
+    pub succeeded: usize,
+    pub failed: usize,
+}
+
+impl<V> BatchAnswer<V> {
+    pub fn status(&self) -> StatusCode {
+        if self.failed == 0 {
+            StatusCode::OK
+        } else {
+            StatusCode::MULTI_STATUS
+        }
+    }
+}
+
+/// Applies each operation of `request` in turn with `apply`, answering each.
+pub async fn run<K, D, V, F, Fut>(request: BatchRequest<K, D>, mut apply: F) -> BatchAnswer<V>
+where
+    K: DeserializeOwned,
+    F: FnMut(Operation<K, D>) -> Fut,
+    Fut: Future<Output = ApiResult<Applied<V>>>,
+{
+    let mut answer = BatchAnswer {
+        results: Vec::with_capacity(request.operations.len()),
+        succeeded: 0,
+        failed: 0,
+    };
+    for (index, raw) in request.operations.iter().enumerate() {
+        let outcome = match from_value::<Operation<K, D>>(raw) {
+            Err(e) => Err(e),
+            // A domain function names the body's fields: they are in `data`.
+            Ok(op) => apply(op).await.map_err(|e| named(e, "data")),
+        };
+        answer.results.push(match outcome {
+            Ok(done) => {
+                answer.succeeded += 1;
+                ItemResult {
+                    index,
+                    status: if done.created { 201 } else { 200 },
+                    id: Some(done.id),
+                    created: Some(done.created),
+                    data: Some(done.data),
+                    error: None,
+                }
+            }
+            Err(e) => {
+                answer.failed += 1;
+                let e = named(e, &format!("operations[{index}]"));
+                ItemResult {
+                    index,
+                    status: e.status.as_u16(),
+                    id: raw.get("id").and_then(|id| match id {
+                        Value::String(s) => Some(s.clone()),
+                        Value::Number(n) => Some(n.to_string()),
+                        _ => None,
+                    }),
+                    created: None,
+                    data: None,
+                    error: Some(e.to_json()),
+                }
+            }
+        });
+    }
+    answer
+}
+
+/// A 400's fields named from `at` (`data` + `email` = `data.email`), but
+/// those named from the operation already (`id`, `data.email`).
+fn named(e: ApiError, at: &str) -> ApiError {
+    if e.status != StatusCode::BAD_REQUEST || e.details.is_empty() {
+        return e;
+    }
+    let rooted = |field: &str| {
+        ["op", "id", "by", "data"].iter().any(|member| {
+            field == *member
+                || field
+                    .strip_prefix(member)
+                    .is_some_and(|rest| rest.starts_with(['.', '[']))
+        })
+    };
+    let under = |field: &str| match field {
+        "" => at.to_owned(),
+        f if at == "data" && rooted(f) => f.to_owned(),
+        f => format!("{at}.{f}"),
+    };
+    ApiError::fields(
+        e.details
+            .into_iter()
+            .map(|d| FieldProblem {
+                field: under(&d.field),
+                problem: d.problem,
+            })
+            .collect(),
+    )
+}
+
+/// A batch: 200 when every operation succeeded, 207 Multi-Status when some
+/// did not (each result says which, with its error).
+impl<V: Serialize> axum::response::IntoResponse for BatchAnswer<V> {
+    fn into_response(self) -> axum::response::Response {
+        (self.status(), axum::Json(self)).into_response()
+    }
+}
+
+impl<V: JsonSchema> aide::operation::OperationOutput for BatchAnswer<V> {
+    type Inner = Self;
+    fn inferred_responses(
+        ctx: &mut aide::generate::GenContext,
+        _: &mut aide::openapi::Operation,
+    ) -> Vec<(Option<aide::openapi::StatusCode>, aide::openapi::Response)> {
+        vec![
+            crate::http::openapi::success::<Self>(ctx, 200, "Every operation succeeded"),
+            crate::http::openapi::success::<Self>(
+                ctx,
+                207,
+                "Some operations failed: each result has its status and error",
+            ),
+        ]
+    }
+}

@@ -1,0 +1,110 @@
+//! Upsert: the contact found by its phone identity, e-mail or `externalId`
+//! is updated, otherwise created (a contacts batch's `upsert`).
+
+use serde::Deserialize;
+
+use super::input::{ContactInput, canonical_phone};
+use super::list::ids_of;
+use super::record::Contact;
+use super::write::{Creation, by_phone, create, update};
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::keys;
+use crate::page::read_up_to;
+use crate::record;
+use crate::store::{Index, Query, SkRange, Store};
+
+/// What an upsert finds the contact by.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum UpsertKey {
+    /// The phone identity: any format of one number (the ninth digit and the
+    /// country code as find-or-create reads them).
+    #[default]
+    Phone,
+    /// The e-mail, without case.
+    Email,
+    /// `externalId`, exactly.
+    ExternalId,
+}
+
+/// The contact that `by` finds for `input` is updated with it; with none, the
+/// input is created. Concurrent upserts of one phone make one contact: the
+/// loser of the phone's sentinel finds the winner's contact and updates it.
+/// By e-mail or `externalId`, which are not unique, two contacts found are a
+/// 409 naming both.
+pub async fn upsert(
+    store: &dyn Store,
+    caller: &Caller,
+    by: UpsertKey,
+    input: ContactInput,
+) -> ApiResult<(Contact, bool)> {
+    let given = |field: &str, value: &Option<Option<String>>| match value {
+        Some(Some(v)) if !v.trim().is_empty() => Ok(v.trim().to_owned()),
+        _ => Err(ApiError::field(
+            field,
+            format!("is required to upsert by {field}"),
+        )),
+    };
+    let key = match by {
+        UpsertKey::Phone => canonical_phone("phone", &given("phone", &input.phone)?)?,
+        UpsertKey::Email => given("email", &input.email)?.to_lowercase(),
+        UpsertKey::ExternalId => given("externalId", &input.external_id)?,
+    };
+    // A lost race (the phone taken, or the found contact changed, in between)
+    // is settled by looking again.
+    let mut last = None;
+    for _ in 0..8 {
+        let attempt = match find(store, caller, by, &key).await? {
+            Some(id) => update(store, caller, id, input.clone())
+                .await
+                .map(|c| (c, false)),
+            None => create(store, caller, input.clone(), Creation::Api)
+                .await
+                .map(|c| (c, true)),
+        };
+        match attempt {
+            Err(e) if record::changed_meanwhile(&e) || lost_phone(&e, by) => last = Some(e),
+            done => return done,
+        }
+    }
+    Err(last.unwrap_or_else(|| ApiError::conflict("the contact kept changing; retry")))
+}
+
+/// A create by phone refused because the phone was just taken.
+fn lost_phone(e: &ApiError, by: UpsertKey) -> bool {
+    by == UpsertKey::Phone && e.status == http::StatusCode::CONFLICT
+}
+
+/// The id of the one contact `by` finds, if any.
+async fn find(
+    store: &dyn Store,
+    caller: &Caller,
+    by: UpsertKey,
+    key: &str,
+) -> ApiResult<Option<u64>> {
+    let ws = caller.workspace_id;
+    let (pk, prefix) = match by {
+        UpsertKey::Phone => return Ok(by_phone(store, caller, key).await?.map(|c| c.id)),
+        UpsertKey::Email => (keys::contact_emails(ws), keys::contact_email_prefix(key)),
+        UpsertKey::ExternalId => (
+            keys::contact_external_ids(ws),
+            keys::contact_external_id_prefix(key),
+        ),
+    };
+    let query = Query {
+        keys_only: true,
+        ..Query::new(Index::TABLE, pk, SkRange::Prefix(prefix))
+    };
+    match ids_of(&read_up_to(store, query, 2).await?).as_slice() {
+        [] => Ok(None),
+        [id] => Ok(Some(*id)),
+        [a, b, ..] => Err(ApiError::conflict(format!(
+            "more than one contact has this {}: {a} and {b}; update one by id",
+            match by {
+                UpsertKey::Email => "email",
+                _ => "externalId",
+            }
+        ))),
+    }
+}
