@@ -43,6 +43,9 @@ if [ "$lambda" = 1 ]; then
   export CRM_DYNAMODB_ENDPOINT="$DYNAMODB_LOCAL_ENDPOINT" CRM_TABLE=crm-bench
   export CRM_BOOTSTRAP_TOKEN=crm_bench_token_0123456789abcdef
   export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1
+  # Rate limits on, with room for the bench's pace (one token, up to ~2,000
+  # calls a second): leases of 100 and 500 requests, one write each.
+  export CRM_RATE_LIMIT_TOKEN=2000/1s CRM_RATE_LIMIT_WORKSPACE=10000/1s
   # As deployed, contacts and dashboards are given the job queue (never called here).
   export CRM_JOB_QUEUE_URL=http://127.0.0.1:9/000000000000/bench
   target/release/crm create-table

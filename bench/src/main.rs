@@ -237,7 +237,15 @@ fn rows(args: &Args, token: &str, ids: &[(&str, String)]) -> Vec<Row> {
                 event: row.event.clone(),
                 ..row
             };
-            vec![row, read_first, warmed]
+            // The same read without the rate limiter: what its leases cost.
+            let unlimited = Row {
+                label: "tags, `CRM_RATE_LIMITS=off`".into(),
+                env: vec![("CRM_RATE_LIMITS".into(), "off".into())],
+                request: row.request.clone(),
+                event: row.event.clone(),
+                ..row
+            };
+            vec![row, read_first, warmed, unlimited]
         })
         .collect()
 }

@@ -245,7 +245,8 @@ pub async fn upsert(
     input: CreateTag,
 ) -> ApiResult<(Tag, bool)> {
     let name = keys::tag_name(caller.workspace_id, &normalize_name(&input.name));
-    for _ in 0..8 {
+    for attempt in 0..12 {
+        record::pause_before(attempt).await;
         let owner = store
             .get(&name, true)
             .await?

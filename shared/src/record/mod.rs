@@ -256,3 +256,15 @@ pub fn optional_number<S: serde::Serializer>(value: &Option<f64>, s: S) -> Resul
         None => s.serialize_none(),
     }
 }
+
+/// Before attempt `attempt` (from 0) of a read-and-write that lost a race: a
+/// jittered pause that grows (none before the first), so that writers of
+/// one record take turns instead of colliding again (at most 1.3 s in all
+/// over 12 attempts).
+pub async fn pause_before(attempt: u32) {
+    if attempt > 0 {
+        let most = 5u64 << attempt.min(5);
+        let pause = std::time::Duration::from_millis(rand::random_range(1..=most));
+        tokio::time::sleep(pause).await;
+    }
+}

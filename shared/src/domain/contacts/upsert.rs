@@ -54,7 +54,8 @@ pub async fn upsert(
     // A lost race (the phone taken, or the found contact changed, in between)
     // is settled by looking again.
     let mut last = None;
-    for _ in 0..8 {
+    for attempt in 0..12u32 {
+        record::pause_before(attempt).await;
         let attempt = match find(store, caller, by, &key).await? {
             Some(id) => update(store, caller, id, input.clone())
                 .await

@@ -22,7 +22,11 @@ use validator::Validate;
 use crate::error::{ApiError, ApiResult};
 use crate::ids::{self, WorkspaceId};
 use crate::keys;
-use crate::store::{Condition, Key, Store, StoreError, Write};
+use crate::store::{Key, Store, Write};
+
+mod lease;
+
+use lease::Taken;
 
 /// Requests taken from a bucket per write, at least: with two buckets per
 /// request, one write per ten requests. A larger quota leases a twentieth
@@ -232,174 +236,72 @@ impl Limiter {
         let Some(defaults) = self.defaults else {
             return Admission::default();
         };
-        let mut admission = Admission::default();
         let buckets = [
             ("token", keys::rate_bucket(ws, token), true),
             ("workspace", keys::rate_bucket(ws, ""), false),
         ];
-        for (name, key, per_token) in buckets {
+        // What this instance holds serves first; the buckets it lacks are
+        // leased together (one read, their writes side by side).
+        let now = now_us();
+        let mut taken: [Option<Taken>; 2] = [None, None];
+        let mut wants = Vec::new();
+        for (i, (_, key, per_token)) in buckets.iter().enumerate() {
+            match self.take_held(key, (cost, already), now) {
+                Ok(t) => taken[i] = Some(t),
+                Err(kept) => wants.push((
+                    i,
+                    lease::Want {
+                        key: key.clone(),
+                        per_token: *per_token,
+                        kept,
+                    },
+                )),
+            }
+        }
+        if !wants.is_empty() {
+            let (at, wants): (Vec<usize>, Vec<lease::Want>) = wants.into_iter().unzip();
             match self
-                .take(store, ws, &key, per_token, defaults, (cost, already))
+                .lease(store, ws, &wants, defaults, (cost, already))
                 .await
             {
-                Ok(Taken {
-                    policy,
-                    tat,
-                    held,
-                    short,
-                }) => {
-                    let now = now_us();
-                    let remaining = policy.left(tat, now) + held;
-                    let reset = ((tat.max(now) - now) as f64 / 1e6).ceil() as u32;
-                    admission.standings.push(Standing {
-                        name,
-                        policy,
-                        remaining,
-                        reset,
-                    });
-                    if short > 0 {
-                        // When the bucket will have what this instance lacks.
-                        let wait = tat.max(now)
-                            + (f64::from(short) * policy.interval_us()).ceil() as i64
-                            - policy.window_us()
-                            - now;
-                        admission.retry_after = Some(((wait.max(1) as f64) / 1e6).ceil() as u32);
-                        admission.refused_by = Some(admission.standings.len() - 1);
-                        return admission;
-                    }
-                }
+                Ok(leased) => at
+                    .into_iter()
+                    .zip(leased)
+                    .for_each(|(i, t)| taken[i] = Some(t)),
                 Err(e) => {
-                    tracing::warn!(error = %e, bucket = name, "rate limiter store failed; request let through")
+                    tracing::warn!(error = %e, "rate limiter store failed; request let through")
                 }
+            }
+        }
+        let mut admission = Admission::default();
+        for ((name, ..), t) in buckets.iter().zip(taken) {
+            let Some(Taken {
+                policy,
+                tat,
+                held,
+                short,
+            }) = t
+            else {
+                continue;
+            };
+            let now = now_us();
+            admission.standings.push(Standing {
+                name,
+                policy,
+                remaining: policy.left(tat, now) + held,
+                reset: ((tat.max(now) - now) as f64 / 1e6).ceil() as u32,
+            });
+            if short > 0 && admission.refused_by.is_none() {
+                // When the bucket will have what this instance lacks.
+                let wait = tat.max(now) + (f64::from(short) * policy.interval_us()).ceil() as i64
+                    - policy.window_us()
+                    - now;
+                admission.retry_after = Some(((wait.max(1) as f64) / 1e6).ceil() as u32);
+                admission.refused_by = Some(admission.standings.len() - 1);
             }
         }
         admission
     }
-
-    async fn take(
-        &self,
-        store: &dyn Store,
-        ws: WorkspaceId,
-        key: &Key,
-        per_token: bool,
-        defaults: Limits,
-        (cost, already): (u32, u32),
-    ) -> Result<Taken, StoreError> {
-        let within = |quota: u32| cost.min(quota.saturating_sub(already));
-        let now = now_us();
-        // What this instance still holds: spent first, kept when leasing more.
-        let mut kept = 0;
-        if let Some(lease) = self
-            .local
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get_mut(key)
-            && now < lease.until
-        {
-            if lease.held >= within(lease.policy.quota) {
-                lease.held -= within(lease.policy.quota);
-                return Ok(Taken {
-                    policy: lease.policy,
-                    tat: lease.tat,
-                    held: lease.held,
-                    short: 0,
-                });
-            }
-            kept = lease.held;
-        }
-        for _ in 0..4 {
-            let items = store
-                .batch_get(&[key.clone(), keys::rate_limits(ws)])
-                .await?;
-            let (mut tat, mut version, mut limits) = (None, None, defaults);
-            for item in items {
-                if Key::of(&item).as_ref() == Some(key) {
-                    tat = item.get("tat").and_then(|v| v.as_i64());
-                    version = item.get("version").and_then(|v| v.as_u64());
-                } else if let Ok(stored) = serde_json::from_value::<StoredLimits>(item.into()) {
-                    limits = stored.limits;
-                }
-            }
-            let policy = if per_token {
-                limits.token
-            } else {
-                limits.workspace
-            };
-            let now = now_us();
-            let base = tat.unwrap_or(now).max(now);
-            let free = policy.left(base, now);
-            // A batch larger than the whole bucket takes the whole bucket.
-            let cost = within(policy.quota);
-            let wanted = cost.saturating_sub(kept);
-            if wanted == 0 {
-                // Nothing to take (a batch whose first request took the whole
-                // bucket): where it stands, without a write.
-                return Ok(Taken {
-                    policy,
-                    tat: base,
-                    held: kept - cost,
-                    short: 0,
-                });
-            }
-            if free < wanted {
-                return Ok(Taken {
-                    policy,
-                    tat: base,
-                    held: 0,
-                    short: wanted,
-                });
-            }
-            let took = free.min((policy.quota / 20).clamp(LEASE, MAX_LEASE).max(wanted));
-            let new_tat = base + (f64::from(took) * policy.interval_us()).ceil() as i64;
-            let item = json!({
-                "pk": key.pk, "sk": key.sk, "_type": "RateBucket",
-                "tat": new_tat, "version": version.unwrap_or(0) + 1,
-                "ttl": new_tat / 1_000_000 + i64::from(policy.window_seconds) + 60,
-            });
-            let condition = match version {
-                Some(v) => Condition::VersionIs(v),
-                None => Condition::NotExists,
-            };
-            let write = Write::Put {
-                item: item.as_object().cloned().unwrap_or_default(),
-                condition: Some(condition),
-            };
-            match store.write(vec![write]).await {
-                Ok(()) => {
-                    let held = kept + took - cost;
-                    let lease = Lease {
-                        policy,
-                        tat: new_tat,
-                        held,
-                        until: now + LEASE_TIME_US,
-                    };
-                    self.local
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .insert(key.clone(), lease);
-                    return Ok(Taken {
-                        policy,
-                        tat: new_tat,
-                        held,
-                        short: 0,
-                    });
-                }
-                Err(StoreError::ConditionFailed { .. }) => continue, // another instance leased first
-                Err(e) => return Err(e),
-            }
-        }
-        Err(StoreError::Unavailable(
-            "the bucket kept changing under the lease".into(),
-        ))
-    }
-}
-
-struct Taken {
-    policy: Policy,
-    tat: i64,
-    held: u32,
-    /// Requests the bucket lacks (0: taken).
-    short: u32,
 }
 
 /// Bucket times are in microseconds since the epoch.
