@@ -13,8 +13,9 @@
 # the server's CPU per request, at 16, 64 and 256 connections each
 # (bench/src/bin/local.rs; about 10 minutes), and the API's own cost per
 # request in process,
-# without the network (bench/src/bin/router.rs), and webhooks from commit to a
-# local receiver (bench/src/bin/webhooks.rs).
+# without the network (bench/src/bin/router.rs), webhooks from commit to a
+# local receiver (bench/src/bin/webhooks.rs), and 10,000 contacts through
+# batches against single creates (bench/src/bin/batch.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/dynamodb-local.sh
@@ -129,6 +130,15 @@ fi
   echo "request to its last arrival. Goal: p50 under 1 s at a steady pace."
   echo
   target/release/bench-webhooks --crm target/release/crm
+  echo
+  echo "### Batches against single creates"
+  echo
+  echo "\`bench-batch\`: 10,000 contacts created by \`crm serve\` (release) through 10,000"
+  echo "\`POST /v3/contacts\` and through 100 \`POST /v3/contacts/batch\` of 100, each"
+  echo "way over the same 4 connections. A batch applies each operation in its own"
+  echo "transaction, as its single route does: it saves requests, not writes."
+  echo
+  target/release/bench-batch --crm target/release/crm
   # Sections written by hand or by scripts/package-sizes.sh are kept.
   if [ -f "$out" ]; then sed -n '/^<!-- kept by scripts\/bench.sh -->$/,$p' "$out"; fi
 } >"$out.tmp"
