@@ -90,3 +90,25 @@ try:
     _observations._same_origin_path = _same_origin_path
 except (ImportError, AttributeError):
     pass
+
+
+@schemathesis.check
+def a_batch_answers_each_operation(ctx, response, case):
+    """A batch's 200 or 207 has one result per operation, in input order; a
+    207 names its failures, each with a status of its own (never a 5xx: the
+    fuzzer's invalid operations are 4xx items) and the API's error shape."""
+    if not case.path.endswith("/batch") or response.status_code not in (200, 207):
+        return
+    sent = case.body.get("operations") if isinstance(case.body, dict) else None
+    answer = response.json()
+    results = answer.get("results", [])
+    if isinstance(sent, list) and len(results) != len(sent):
+        raise AssertionError(f"{len(sent)} operations, {len(results)} results")
+    if [r.get("index") for r in results] != list(range(len(results))):
+        raise AssertionError("results out of input order")
+    failed = [r for r in results if r.get("error")]
+    if (response.status_code == 207) != bool(failed) or len(failed) != answer.get("failed"):
+        raise AssertionError(f"{response.status_code} with {len(failed)} failed items")
+    for r in failed:
+        if not 400 <= r.get("status", 0) < 500 or r["error"].get("statusCode") != r["status"]:
+            raise AssertionError(f"item {r.get('index')}: {r}")

@@ -3,10 +3,11 @@
 //! succeed, 207 when some do not, 4xx only for a request wrong as a whole);
 //! upsert of contacts by phone identity, e-mail or `externalId`, and of tags
 //! by name; two items naming one record act in order; an `Idempotency-Key`
-//! covers the whole batch.
+//! covers the whole batch; a store failure stops it.
 
+use api_tests::faults::Op;
 use api_tests::serde_json::{Value, json};
-use api_tests::{TestApp, api_test};
+use api_tests::{TestApp, api_test, fault_test};
 
 fn results(answer: &Value) -> &Vec<Value> {
     answer["results"].as_array().unwrap()
@@ -309,5 +310,35 @@ api_test! {
         let r = results(&answer);
         assert_eq!(r.iter().map(|r| r["status"].clone()).collect::<Vec<_>>(), [200, 404, 400]);
         assert_eq!(app.get("/v3/products/5").await.expect(200)["price"], 120.0);
+    }
+}
+
+fault_test! {
+    /// The store failing stops the batch: the operation that met it answers
+    /// 503 (its outcome unknown), the ones after it 503 "not applied", and
+    /// none of them is tried, so nothing after it is written.
+    async fn a_store_failure_stops_the_batch(app, faults) {
+        faults.lose_every_answer(Op::Transaction);
+        let answer = app
+            .post("/v3/tags/batch", json!({ "operations": [
+                { "op": "create", "data": { "name": "one" } },
+                { "op": "create", "data": { "name": "two" } },
+                { "op": "create", "data": { "name": "three" } },
+            ]}))
+            .await
+            .expect(207);
+        faults.calm();
+        let r = results(&answer);
+        assert_eq!(r.iter().map(|r| r["status"].clone()).collect::<Vec<_>>(), [503, 503, 503], "{}", faults.report());
+        for later in &r[1..] {
+            assert!(later["error"]["message"].as_str().unwrap().starts_with("not applied: operation 0"), "{later}");
+        }
+        let names: Vec<Value> = app.get("/v3/tags").await.expect(200)["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].clone())
+            .collect();
+        assert!(names.iter().all(|n| n == "one"), "only the first may have landed: {names:?}");
     }
 }

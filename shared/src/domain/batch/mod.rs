@@ -7,7 +7,8 @@
 //! error in the API's error shape and never fails the others. Operations run
 //! one after the other, so two items naming one record act in input order
 //! (the second sees the first), and the commits of a request carrying an
-//! `Idempotency-Key` move its record in turn.
+//! `Idempotency-Key` move its record in turn. A store failure stops the
+//! batch: the operations after it are answered 503, not tried.
 
 use std::future::Future;
 use std::marker::PhantomData;
@@ -211,12 +212,23 @@ where
         succeeded: 0,
         failed: 0,
     };
+    // The store failing (a 5xx) stops the batch: the operations after it
+    // are not tried, so an outage is not met a hundred times over.
+    let mut failed_at = None;
     for (index, raw) in request.operations.iter().enumerate() {
-        let outcome = match from_value::<Operation<K, D>>(raw) {
-            Err(e) => Err(e),
+        let outcome = match (failed_at, from_value::<Operation<K, D>>(raw)) {
+            (Some(at), _) => Err(ApiError::unavailable(format!(
+                "not applied: operation {at} met a store failure first; send this one again"
+            ))),
+            (None, Err(e)) => Err(e),
             // A domain function names the body's fields: they are in `data`.
-            Ok(op) => apply(op).await.map_err(|e| named(e, "data")),
+            (None, Ok(op)) => apply(op).await.map_err(|e| named(e, "data")),
         };
+        if let Err(e) = &outcome
+            && e.status.is_server_error()
+        {
+            failed_at.get_or_insert(index);
+        }
         answer.results.push(match outcome {
             Ok(done) => {
                 answer.succeeded += 1;
