@@ -6,7 +6,7 @@ use serde::Deserialize;
 use super::input::{ContactInput, canonical_phone};
 use super::list::ids_of;
 use super::record::Contact;
-use super::write::{Creation, by_phone, create, update};
+use super::write::{Creation, by_phone, create, update, update_read};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::keys;
@@ -57,7 +57,10 @@ pub async fn upsert(
     for attempt in 0..12u32 {
         record::pause_before(attempt).await;
         let attempt = match find(store, caller, by, &key).await? {
-            Some(id) => update(store, caller, id, input.clone())
+            Some(Found::Read(contact)) => update_read(store, caller, *contact, input.clone())
+                .await
+                .map(|c| (c, false)),
+            Some(Found::Id(id)) => update(store, caller, id, input.clone())
                 .await
                 .map(|c| (c, false)),
             None => create(store, caller, input.clone(), Creation::Api)
@@ -77,16 +80,27 @@ fn lost_phone(e: &ApiError, by: UpsertKey) -> bool {
     by == UpsertKey::Phone && e.status == http::StatusCode::CONFLICT
 }
 
-/// The id of the one contact `by` finds, if any.
+/// The contact an upsert found: read already (by phone, through its
+/// sentinel), or only its id (from an index).
+enum Found {
+    Read(Box<Contact>),
+    Id(u64),
+}
+
+/// The one contact `by` finds, if any.
 async fn find(
     store: &dyn Store,
     caller: &Caller,
     by: UpsertKey,
     key: &str,
-) -> ApiResult<Option<u64>> {
+) -> ApiResult<Option<Found>> {
     let ws = caller.workspace_id;
     let (pk, prefix) = match by {
-        UpsertKey::Phone => return Ok(by_phone(store, caller, key).await?.map(|c| c.id)),
+        UpsertKey::Phone => {
+            return Ok(by_phone(store, caller, key)
+                .await?
+                .map(|c| Found::Read(Box::new(c))));
+        }
         UpsertKey::Email => (keys::contact_emails(ws), keys::contact_email_prefix(key)),
         UpsertKey::ExternalId => (
             keys::contact_external_ids(ws),
@@ -99,7 +113,7 @@ async fn find(
     };
     match ids_of(&read_up_to(store, query, 2).await?).as_slice() {
         [] => Ok(None),
-        [id] => Ok(Some(*id)),
+        [id] => Ok(Some(Found::Id(*id))),
         [a, b, ..] => Err(ApiError::conflict(format!(
             "more than one contact has this {}: {a} and {b}; update one by id",
             match by {

@@ -134,6 +134,18 @@ pub async fn update(
         "contact",
     )
     .await?;
+    update_read(store, caller, current, input).await
+}
+
+/// [`update`] of a contact read already (strongly consistent): its write is
+/// conditional on the version read.
+pub(super) async fn update_read(
+    store: &dyn Store,
+    caller: &Caller,
+    current: Contact,
+    input: ContactInput,
+) -> ApiResult<Contact> {
+    let id = current.id;
     let mut contact = current.clone();
     input.apply(&mut contact.fields)?;
     let ws = caller.workspace_id;
