@@ -68,14 +68,16 @@ impl Policy {
         (room / self.interval_us()).floor().max(0.0) as u32
     }
 
-    /// `100/10s`.
+    /// `100/10s`, within the bounds an operator's own limits have (a zero
+    /// quota or window would be no limit at all, or no requests).
     fn parse(text: &str) -> Option<Self> {
         let (quota, window) = text.split_once('/')?;
         let window = window.strip_suffix('s')?;
-        Some(Policy {
+        let policy = Policy {
             quota: quota.trim().parse().ok()?,
             window_seconds: window.trim().parse().ok()?,
-        })
+        };
+        policy.validate().ok().map(|()| policy)
     }
 }
 
@@ -195,10 +197,13 @@ impl Limiter {
             return Self::off();
         }
         let policy = |name: &str, default: Policy| {
-            std::env::var(name)
-                .ok()
-                .and_then(|v| Policy::parse(&v))
-                .unwrap_or(default)
+            match std::env::var(name) {
+            Err(_) => default,
+            Ok(text) => Policy::parse(&text).unwrap_or_else(|| {
+                tracing::warn!(variable = name, value = %text, "not a rate limit like 100/10s; the default applies");
+                default
+            }),
+        }
         };
         Self::with(Limits {
             token: policy("CRM_RATE_LIMIT_TOKEN", Limits::DEFAULT.token),
@@ -379,5 +384,7 @@ mod tests {
             })
         );
         assert_eq!(Policy::parse("100"), None);
+        assert_eq!(Policy::parse("0/10s"), None, "no requests at all");
+        assert_eq!(Policy::parse("100/0s"), None, "no window: no limit");
     }
 }
