@@ -135,6 +135,13 @@ for n in range(1, CONTACTS + 1):
     if crm.random() < 0.4:
         contact["customFields"] = {"plan": crm.choice(["Starter", "Pro"])}
     lines.append(contact)
+# A person written twice (GET /v3/contacts/duplicates shows the pair; a merge
+# makes one): the third contact again, from a web form, with the e-mail in
+# capitals and an office phone.
+ana = next(line for line in lines if line.get("id") == contacts[2][0])
+if "email" in ana:
+    lines.append({"type": "contact", "id": make_id(END - timedelta(days=2), CONTACTS + 1), "name": "Ana S.",
+                  "phone": "(11) 3000-0003", "origin": "site", "email": ana["email"].upper()})
 for n in range(1, 11):
     lines.append({"type": "contactOrganization", "contactId": contacts[n - 1][0], "organizationId": 1,
                   "main": n <= 5})

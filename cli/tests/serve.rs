@@ -205,7 +205,7 @@ fn the_demo_loads_into_a_new_folder_in_one_command() {
     assert!(loaded.status.success(), "{stderr}");
     assert!(stderr.contains("Created workspace 1."), "{stderr}");
     assert!(
-        stderr.contains("24 deal") && stderr.contains("40 contact"),
+        stderr.contains("24 deal") && stderr.contains("41 contact"),
         "{stderr}"
     );
 

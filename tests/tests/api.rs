@@ -15,6 +15,7 @@ mod contacts;
 mod costs;
 mod dashboards;
 mod deals;
+mod duplicates;
 mod errors;
 mod events;
 mod fresh_reads;

@@ -490,3 +490,26 @@ api_test! {
         assert_eq!((cost.gets, cost.queries, cost.batch_gets, cost.transactions), (4, 0, 0, 1), "{cost:?}");
     }
 }
+
+api_test! {
+    /// A page of duplicates reads the shared marks, each shared e-mail's
+    /// holders and their contacts: the same at 10 and 60 contacts. An
+    /// e-mail costs a create one item more (its holder's sentinel).
+    async fn duplicates_cost_what_they_return(app) {
+        for _ in 0..2 {
+            app.post("/v3/contacts", json!({ "email": "twice@example.com" })).await.expect(201);
+        }
+        let mut at = Vec::new();
+        for size in [10, 60] {
+            let have = app.get("/v3/contacts").await.expect(200)["totalCount"].as_u64().unwrap();
+            for i in have..size {
+                app.post("/v3/contacts", json!({ "email": format!("filler{i}@example.com") })).await.expect(201);
+            }
+            let cost = cost_of(&app, || async { app.get("/v3/contacts/duplicates").await.expect(200); }).await;
+            at.push((cost.gets, cost.queries, cost.batch_gets, cost.scanned));
+        }
+        assert_eq!(at[0], at[1], "the same at 10 and 60 contacts");
+        // The token; the marks (one) and the holders (two keys); the two contacts.
+        assert_eq!(at[0], (1, 2, 1, 3));
+    }
+}

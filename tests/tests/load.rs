@@ -127,7 +127,9 @@ api_test! {
                 async move { app.get(path).await.expect(200)["totalCount"].clone() }
             };
             assert_eq!(total("/v3/tags").await, 5);
-            assert_eq!(total("/v3/contacts").await, 40);
+            assert_eq!(total("/v3/contacts").await, 41);
+            let pair = app.get("/v3/contacts/duplicates").await.expect(200);
+            assert_eq!(pair["data"][0]["contacts"].as_array().unwrap().len(), 2, "the demo's duplicate pair: {pair}");
             assert_eq!(total("/v3/contacts?organizationId=1").await, 10);
             assert_eq!(total("/v3/contacts?sessionCreatedAtFrom=2026-01-01").await, 20, "their conversations' last sessions");
             assert_eq!(total("/v3/contacts?segmentId=whatsapp-1").await, 5);

@@ -8,14 +8,14 @@ use shared::auth::{Caller, Resource};
 use shared::domain::batch::{self, BatchAnswer, BatchRequest, ContactOp};
 use shared::domain::contacts::{
     self, ContactInput, ContactInputV1, ContactListItem, ContactQuery, ContactV1, ContactV3,
-    Creation, V1Query, WindowQuery,
+    Creation, DuplicateGroup, V1Query, WindowQuery,
 };
 use shared::domain::events::{EventPage, HistoryQuery};
 use shared::domain::imports::{self, ImportJobView, ImportRequest};
 use shared::http::{
     AppState, Body, Created, Group, Meter, Params, PathId, PathKey, ReadBackRoute, Reply, created,
 };
-use shared::page::{CursorPage, ListPage};
+use shared::page::{CursorPage, CursorQuery, ListPage};
 
 pub fn group() -> Group {
     Group::new("contacts")
@@ -27,6 +27,9 @@ pub fn group() -> Group {
         .summary("Create a contact")
         .post("/v3/contacts/batch", batch)
         .summary("Create, update or upsert up to 100 contacts, each answered on its own")
+        .extension()
+        .get("/v3/contacts/duplicates", duplicates)
+        .summary("List groups of contacts that share an e-mail")
         .extension()
         .get("/v3/contacts/all", list_window)
         .summary("List contacts created in a window of at most 2 hours")
@@ -90,6 +93,16 @@ async fn batch(
 ) -> Result<BatchAnswer<ContactV3>, ApiError> {
     meter.charge_batch(request.operations.len()).await?;
     Ok(batch::contacts(s.store.as_ref(), &caller, request).await)
+}
+
+async fn duplicates(
+    State(s): State<AppState>,
+    caller: Caller,
+    Params(q): Params<CursorQuery>,
+) -> Reply<CursorPage<DuplicateGroup>> {
+    Ok(Json(
+        contacts::duplicates(s.store.as_ref(), &caller, q.paging()?).await?,
+    ))
 }
 
 async fn list_window(

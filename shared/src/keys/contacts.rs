@@ -50,6 +50,26 @@ pub fn contact_email(workspace_id: WorkspaceId, email: &str, contact_id: u64) ->
     )
 }
 
+/// The first contact to hold an e-mail leaves this sentinel; a later holder,
+/// finding it, marks the e-mail shared ([`contact_shared_email`]).
+pub fn contact_email_held(workspace_id: WorkspaceId, email: &str) -> Key {
+    Key::new(collection(workspace_id, "EMAILHELD"), email)
+}
+
+/// Values held by more than one contact: where duplicates are found.
+pub fn contact_duplicates(workspace_id: WorkspaceId) -> String {
+    collection(workspace_id, "DUPLICATE")
+}
+
+pub fn contact_shared_email(workspace_id: WorkspaceId, email: &str) -> Key {
+    Key::new(contact_duplicates(workspace_id), format!("email#{email}"))
+}
+
+/// The e-mail of a [`contact_shared_email`] sort key.
+pub fn shared_email_of(sk: &str) -> Option<&str> {
+    sk.strip_prefix("email#")
+}
+
 pub fn contact_external_ids(workspace_id: WorkspaceId) -> String {
     collection(workspace_id, "EXTERNALID")
 }

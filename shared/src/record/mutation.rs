@@ -58,6 +58,9 @@ enum OnFailure {
     /// A fresh id was taken already: the caller retries with a new one.
     IdTaken,
     Error(ApiError),
+    /// A value held before ([`Mutation::share`]): the commit puts this item
+    /// (the value's shared mark) instead and tries again.
+    Shared(Item),
 }
 
 /// The writes of one change, committed atomically together with its audit
@@ -194,6 +197,36 @@ impl<'a> Mutation<'a> {
         self
     }
 
+    /// Holds a value that more than one record may hold (a contact's e-mail).
+    /// The first holder puts `first`; a later one, finding it there, puts
+    /// `shared` instead, so that a listing of the shared values reads only
+    /// them. Costs one item; a value held already costs one more attempt.
+    pub fn share(&mut self, first: Key, shared: Item) -> &mut Self {
+        let shared_key = Key::of(&shared);
+        let has = |writes: &[(Write, Option<OnFailure>)], key: &Key| {
+            writes.iter().any(|(w, _)| w.key().as_ref() == Some(key))
+        };
+        if has(&self.writes, &first) {
+            // A second holder in this very change (two rows of an import).
+            if !shared_key.is_some_and(|k| has(&self.writes, &k)) {
+                self.put_item(shared);
+            }
+            return self;
+        }
+        let mut item = Item::new();
+        item.insert(PK.into(), first.pk.into());
+        item.insert(SK.into(), first.sk.into());
+        item.insert(TYPE.into(), "Held".into());
+        self.writes.push((
+            Write::Put {
+                item,
+                condition: Some(Condition::NotExists),
+            },
+            Some(OnFailure::Shared(shared)),
+        ));
+        self
+    }
+
     /// Puts a secondary item of the change as it is (no condition).
     pub fn put_item(&mut self, item: Item) -> &mut Self {
         self.writes.push((
@@ -296,32 +329,67 @@ impl<'a> Mutation<'a> {
                 crate::store::MAX_TRANSACTION_ITEMS
             ))));
         }
-        let (writes, failures): (Vec<_>, Vec<_>) = self.writes.into_iter().unzip();
-        match store.write(writes).await {
-            Ok(()) => {
-                if let Some(guard) = guard {
-                    guard.landed();
+        loop {
+            let (writes, failures): (Vec<_>, Vec<_>) =
+                std::mem::take(&mut self.writes).into_iter().unzip();
+            // A value held before makes the write fail as a whole; keep a copy
+            // to try again with its shared mark.
+            let again = failures
+                .iter()
+                .any(|f| matches!(f, Some(OnFailure::Shared(_))))
+                .then(|| writes.clone());
+            match store.write(writes).await {
+                Ok(()) => {
+                    if let Some(guard) = guard {
+                        guard.landed();
+                    }
+                    return Ok(());
                 }
-                Ok(())
-            }
-            Err(StoreError::ConditionFailed { index }) => {
-                if let Some(guard) = guard {
-                    guard.failed();
+                Err(StoreError::ConditionFailed { index }) => {
+                    let mut failures = failures;
+                    if let (Some(writes), Some(Some(OnFailure::Shared(_)))) =
+                        (again, failures.get(index))
+                    {
+                        let Some(OnFailure::Shared(mark)) = failures[index].take() else {
+                            unreachable!("matched above")
+                        };
+                        self.writes = writes.into_iter().zip(failures).collect();
+                        self.writes.remove(index);
+                        let key = Key::of(&mark);
+                        if !self.writes.iter().any(|(w, _)| w.key() == key) {
+                            self.writes.insert(
+                                index,
+                                (
+                                    Write::Put {
+                                        item: mark,
+                                        condition: None,
+                                    },
+                                    None,
+                                ),
+                            );
+                        }
+                        continue;
+                    }
+                    if let Some(guard) = guard {
+                        guard.failed();
+                    }
+                    return match failures.into_iter().nth(index).flatten() {
+                        Some(OnFailure::IdTaken) => Err(CommitError::IdTaken),
+                        Some(OnFailure::Error(e)) => Err(CommitError::Api(e)),
+                        Some(OnFailure::Shared(_)) | None => {
+                            Err(CommitError::Api(ApiError::internal(format!(
+                                "condition of write {index} of {action} failed"
+                            ))))
+                        }
+                    };
                 }
-                match failures.into_iter().nth(index).flatten() {
-                    Some(OnFailure::IdTaken) => Err(CommitError::IdTaken),
-                    Some(OnFailure::Error(e)) => Err(CommitError::Api(e)),
-                    None => Err(CommitError::Api(ApiError::internal(format!(
-                        "condition of write {index} of {action} failed"
-                    )))),
+                Err(e) => {
+                    // An unknown outcome leaves the guard unsure; the request's end settles it.
+                    if let (false, Some(guard)) = (matches!(e, StoreError::Uncertain(_)), guard) {
+                        guard.failed();
+                    }
+                    return Err(CommitError::Api(e.into()));
                 }
-            }
-            Err(e) => {
-                // An unknown outcome leaves the guard unsure; the request's end settles it.
-                if let (false, Some(guard)) = (matches!(e, StoreError::Uncertain(_)), guard) {
-                    guard.failed();
-                }
-                Err(CommitError::Api(e.into()))
             }
         }
     }

@@ -13,9 +13,11 @@
 //! - `write`: create, update, find-or-create, by phone;
 //! - `list`: `GET /v3/contacts` and its filters; `search`: the `search` term;
 //! - `window`: `GET /v3/contacts/all`; `v1`: `GET /v1/contacts`;
+//! - `duplicates`: contacts that share an e-mail;
 //! - `upsert`: found by phone, e-mail or `externalId`, else created;
 //! - `load`: the `contact` line of `crm load`.
 
+mod duplicates;
 mod input;
 mod list;
 mod load;
@@ -27,6 +29,7 @@ mod view;
 mod window;
 mod write;
 
+pub use duplicates::{DuplicateBy, DuplicateGroup, duplicates};
 pub use input::{ContactInput, ContactInputV1};
 pub use list::{ContactQuery, SortField, SortOrder, list};
 pub use load::line_types;

@@ -161,7 +161,8 @@ impl Record for Contact {
 
 impl Contact {
     /// The non-unique index items of this contact: e-mail, external id, name
-    /// words, new.
+    /// words, new. (The e-mail's holder sentinel, [`Contact::hold_email`],
+    /// is written when the e-mail is given, and kept.)
     pub(crate) fn index_item_keys(&self) -> BTreeSet<Key> {
         let ws = self.workspace_id;
         let mut keys = BTreeSet::new();
@@ -178,6 +179,26 @@ impl Contact {
             keys.insert(keys::new_contact(ws, self.id));
         }
         keys
+    }
+
+    /// The e-mail as its index items hold it (without case).
+    pub(crate) fn email_key(&self) -> Option<String> {
+        self.fields.email.as_ref().map(|e| e.to_lowercase())
+    }
+
+    /// Holds the contact's e-mail, as the first holder or as a duplicate
+    /// (`GET /v3/contacts/duplicates` reads the shared marks).
+    pub(crate) fn hold_email(&self, m: &mut crate::record::Mutation<'_>) {
+        let Some(email) = self.email_key() else {
+            return;
+        };
+        let ws = self.workspace_id;
+        let mark = keys::contact_shared_email(ws, &email);
+        let mut item = Item::new();
+        item.insert(PK.into(), mark.pk.into());
+        item.insert(SK.into(), mark.sk.into());
+        item.insert(TYPE.into(), "SharedValue".into());
+        m.share(keys::contact_email_held(ws, &email), item);
     }
 
     pub(crate) fn index_item(&self, key: Key) -> Item {

@@ -28,7 +28,7 @@ pub enum Creation {
 
 /// Items a new contact writes besides itself and its phone sentinel.
 pub(crate) fn index_item_count(contact: &Contact) -> usize {
-    contact.index_item_keys().len()
+    contact.index_item_keys().len() + usize::from(contact.fields.email.is_some())
 }
 
 /// Adds a new contact and its index items to a mutation; `count` moves the list
@@ -46,6 +46,7 @@ pub(crate) fn add_contact(m: &mut Mutation<'_>, contact: &Contact, count: bool) 
     for key in contact.index_item_keys() {
         m.put_item(contact.index_item(key));
     }
+    contact.hold_email(m);
     if count {
         m.count_list(&keys::counter(ws, LIST), 1);
     }
@@ -171,6 +172,9 @@ pub(super) async fn update_read(
     }
     for key in new.difference(&old) {
         m.put_item(contact.index_item(key.clone()));
+    }
+    if contact.email_key() != current.email_key() {
+        contact.hold_email(&mut m);
     }
     // `contacts.new` counts contacts that are new, on their creation day.
     crate::domain::rollups::stage(
