@@ -393,6 +393,17 @@ impl TestApp {
             .await
     }
 
+    /// `PUT /v3/reports/sessions/{id}`, which must answer 201 or 200; its body.
+    pub async fn put_session(&self, id: &str, body: Value) -> Value {
+        let path = format!("/v3/reports/sessions/{id}");
+        let r = self
+            .send(Method::PUT, &path, Some(ADMIN_TOKEN), Some(body))
+            .await;
+        let status = r.status.as_u16();
+        assert!(status == 200 || status == 201, "{status} {}", r.body);
+        r.body
+    }
+
     /// A client of this app acting with another token.
     pub fn as_token<'a>(&'a self, token: &'a str) -> Client<'a> {
         Client { app: self, token }

@@ -27,6 +27,7 @@ mod lambda;
 mod layers;
 mod limits;
 mod load;
+mod merge;
 mod once;
 mod openapi;
 mod outreach;

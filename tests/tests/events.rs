@@ -267,6 +267,8 @@ api_test! {
         }
         let first = |kind: &str| demo.iter().find(|l| l["type"] == kind).unwrap()["id"].clone();
         app.patch(&format!("/v3/contacts/{}", first("contact")), json!({ "name": "Maria S." })).await.expect(200);
+        let twin = app.post("/v3/contacts", json!({ "name": "Maria twice" })).await.expect(201);
+        app.post(&format!("/v3/contacts/{}/merge", first("contact")), json!({ "ids": [twin["id"]] })).await.expect(200);
         let deal = format!("/v3/deals/{}", first("deal"));
         for change in [json!({ "name": "Renewal" }), json!({ "status": "won" }), json!({ "status": "open" }), json!({ "status": "lost" })] {
             app.patch(&deal, change).await.expect(200);

@@ -36,6 +36,7 @@ const FIELDS: &[&str] = &[
     "dueDate",
     "newContact",
     "_id",
+    "ids",
 ];
 
 fn bodies() -> Vec<Value> {

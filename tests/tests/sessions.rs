@@ -37,17 +37,7 @@ fn session(start: &str, operator: &str, conversation: u64, open: bool) -> Value 
 }
 
 async fn put(app: &TestApp, id: &str, body: Value) -> Value {
-    let r = app
-        .send(
-            http::Method::PUT,
-            &format!("/v3/reports/sessions/{id}"),
-            Some(api_tests::ADMIN_TOKEN),
-            Some(body),
-        )
-        .await;
-    let status = r.status.as_u16();
-    assert!(status == 200 || status == 201, "{status} {}", r.body);
-    r.body
+    app.put_session(id, body).await
 }
 
 fn ids(list: &Value) -> Vec<String> {

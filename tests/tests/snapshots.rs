@@ -38,15 +38,7 @@ async fn session(app: &TestApp, id: &str, hours: i64) {
     let body = json!({ "createdAt": t(0), "conversation": { "id": 9 }, "trails": [
         { "type": "queued", "at": t(1) }, { "type": "assigned", "at": t(3), "operatorId": "ana" },
         { "type": "message", "at": t(4), "from": "operator", "operatorId": "ana" }, { "type": "finished", "at": t(10) } ] });
-    let r = app
-        .send(
-            http::Method::PUT,
-            &format!("/v3/reports/sessions/{id}"),
-            Some(api_tests::ADMIN_TOKEN),
-            Some(body),
-        )
-        .await;
-    assert!(r.status == 201 || r.status == 200, "{}", r.body);
+    app.put_session(id, body).await;
 }
 
 async fn dashboard(app: &TestApp, metrics: &[&str]) -> String {

@@ -8,12 +8,13 @@ use shared::auth::{Caller, Resource};
 use shared::domain::batch::{self, BatchAnswer, BatchRequest, ContactOp};
 use shared::domain::contacts::{
     self, ContactInput, ContactInputV1, ContactListItem, ContactQuery, ContactV1, ContactV3,
-    Creation, DuplicateGroup, V1Query, WindowQuery,
+    Creation, DuplicateGroup, MergeRequest, MergeStatus, MergeView, V1Query, WindowQuery,
 };
 use shared::domain::events::{EventPage, HistoryQuery};
 use shared::domain::imports::{self, ImportJobView, ImportRequest};
 use shared::http::{
-    AppState, Body, Created, Group, Meter, Params, PathId, PathKey, ReadBackRoute, Reply, created,
+    AppState, Body, Created, Group, Meter, Params, PathId, PathKey, Progress, ReadBackRoute, Reply,
+    created,
 };
 use shared::page::{CursorPage, CursorQuery, ListPage};
 
@@ -54,6 +55,12 @@ pub fn group() -> Group {
         .extension()
         .patch("/v3/contacts/{id}", update)
         .summary("Update a contact")
+        .post("/v3/contacts/{id}/merge", merge)
+        .summary("Merge contacts into this one: their deals, sessions, organizations and identities move to it")
+        .extension()
+        .get("/v3/contacts/merge/{id}", merge_status)
+        .summary("Read a merge")
+        .extension()
         .get("/v1/contacts", list_v1)
         .summary("List contacts (public, cursor pages)")
         .post("/v1/contacts", create_v1)
@@ -153,6 +160,34 @@ async fn update(
 ) -> Reply<ContactV3> {
     Ok(Json(
         contacts::update(s.store.as_ref(), &caller, id, input)
+            .await?
+            .into(),
+    ))
+}
+
+/// 200 with the merge done; 202 while it runs on in the background.
+async fn merge(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathId(id): PathId,
+    Body(request): Body<MergeRequest>,
+) -> Result<Progress<MergeView>, ApiError> {
+    let job = contacts::merging::start(s.store.as_ref(), s.jobs()?, &caller, id, request).await?;
+    let running_at =
+        (job.status == MergeStatus::Running).then(|| format!("/v3/contacts/merge/{}", job.id));
+    Ok(Progress {
+        body: job.into(),
+        running_at,
+    })
+}
+
+async fn merge_status(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathKey(id): PathKey,
+) -> Reply<MergeView> {
+    Ok(Json(
+        contacts::merging::get(s.store.as_ref(), &caller, &id)
             .await?
             .into(),
     ))

@@ -28,6 +28,7 @@ use crate::store::{Index, Item, Key, PK, SK, SkRange, Store};
 pub const TYPES: &[&str] = &[
     "contact.created",
     "contact.updated",
+    "contact.merged",
     "deal.created",
     "deal.updated",
     "deal.won",
@@ -309,15 +310,27 @@ pub async fn history<R: Record>(
     what: &str,
     q: HistoryQuery,
 ) -> ApiResult<EventPage> {
-    let limit = limit_of(q.limit)?;
-    let after = cursor_of(q.after)?;
     let record: R = record::find(store, key, false, what).await?;
     let resource =
         R::EVENTS.ok_or_else(|| ApiError::internal(format!("{} has no events", R::TYPE)))?;
+    history_of(store, caller, resource, &record.event_id(), q).await
+}
+
+/// The events of record `id` of `resource`, whose existence the caller
+/// checked (a merged contact's history stays readable under its id).
+pub async fn history_of(
+    store: &dyn Store,
+    caller: &Caller,
+    resource: &str,
+    id: &str,
+    q: HistoryQuery,
+) -> ApiResult<EventPage> {
+    let limit = limit_of(q.limit)?;
+    let after = cursor_of(q.after)?;
     let ws = caller.workspace_id;
     let source = Source {
         index: keys::GSI1,
-        partition: keys::history(ws, resource, &record.event_id()),
+        partition: keys::history(ws, resource, id),
         events: Some(keys::events(ws)),
     };
     page(store, source, after, None, limit, &TypeFilter(Vec::new())).await
@@ -330,7 +343,8 @@ pub fn replay(events: &[Event]) -> std::collections::BTreeMap<(String, String), 
     let mut state = std::collections::BTreeMap::new();
     for event in events {
         let key = (event.resource.clone(), event.resource_id.clone());
-        if event.kind.ends_with(".deleted") {
+        // A merged contact is gone as a deleted one is (its id answers the survivor).
+        if event.kind.ends_with(".deleted") || event.kind == "contact.merged" {
             state.remove(&key);
         } else {
             state.insert(key, event.data.object.clone());

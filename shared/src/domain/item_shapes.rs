@@ -52,6 +52,11 @@ fn workspaces_tokens_and_audit_entries_keep_their_shape() {
 }
 
 #[test]
+fn merges_keep_their_shape() {
+    round_trip::<crate::domain::contacts::MergeJob>("ContactMerge");
+}
+
+#[test]
 fn tags_keep_their_shape() {
     round_trip::<crate::domain::tags::Tag>("Tag");
 }

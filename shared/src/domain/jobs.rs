@@ -5,7 +5,7 @@
 
 use async_trait::async_trait;
 
-use crate::domain::{dashboards, imports, webhooks};
+use crate::domain::{contacts, dashboards, imports, webhooks};
 use crate::error::ApiResult;
 use crate::queue::{JobMessage, JobQueue, JobRunner};
 use crate::store::Store;
@@ -43,6 +43,13 @@ pub async fn run(store: &dyn Store, message: &JobMessage) -> ApiResult<Outcome> 
                     snapshot.id,
                     snapshot.data.len().saturating_sub(1)
                 ),
+            })
+        }
+        contacts::merging::KIND => {
+            let job = contacts::merging::process(store, ws, id).await?;
+            Ok(Outcome {
+                kind: contacts::merging::KIND,
+                summary: format!("merge {:?}, {} records moved", job.status, job.moved),
             })
         }
         other => Err(crate::error::ApiError::bad_request(format!(

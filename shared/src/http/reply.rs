@@ -87,6 +87,41 @@ impl<T: JsonSchema> OperationOutput for Saved<T> {
     }
 }
 
+/// 200 when the work is done; 202 while it goes on in the background, with
+/// the `Location` to poll.
+pub struct Progress<T> {
+    pub body: T,
+    /// `None` when done; else where its progress is read.
+    pub running_at: Option<String>,
+}
+
+impl<T: Serialize> IntoResponse for Progress<T> {
+    fn into_response(self) -> axum::response::Response {
+        match self.running_at.and_then(|l| HeaderValue::from_str(&l).ok()) {
+            None => Json(self.body).into_response(),
+            Some(location) => {
+                let mut response =
+                    (axum::http::StatusCode::ACCEPTED, Json(self.body)).into_response();
+                response.headers_mut().insert(header::LOCATION, location);
+                response
+            }
+        }
+    }
+}
+
+impl<T: JsonSchema> OperationOutput for Progress<T> {
+    type Inner = T;
+    fn inferred_responses(
+        ctx: &mut GenContext,
+        _: &mut Operation,
+    ) -> Vec<(Option<StatusCode>, Response)> {
+        vec![
+            success::<T>(ctx, 200, "Done"),
+            success::<T>(ctx, 202, "Running on in the background: poll `Location`"),
+        ]
+    }
+}
+
 /// A `/v1` page as a bare JSON array, with the next page (when there is one)
 /// in a `Link: <path?limit=..&cursor=..>; rel="next"` header (RFC 8288).
 pub struct Linked<T> {

@@ -123,6 +123,20 @@ pub fn conversation(workspace_id: WorkspaceId, conversation_id: u64) -> Key {
     )
 }
 
+/// gsi1 partition of a contact's conversations (a merge moves them).
+pub fn contact_conversations(workspace_id: WorkspaceId, contact_id: u64) -> String {
+    collection(workspace_id, &format!("CONVERSATIONS#{contact_id}"))
+}
+
+/// What a merged contact's id answers: the contact it was merged into.
+pub fn merged_contact(workspace_id: WorkspaceId, contact_id: u64) -> Key {
+    Key::new(collection(workspace_id, "MERGED"), padded(contact_id))
+}
+
+pub fn contact_merge(workspace_id: WorkspaceId, job_id: &str) -> Key {
+    Key::new(collection(workspace_id, "MERGE"), job_id)
+}
+
 pub fn last_sessions(workspace_id: WorkspaceId) -> String {
     collection(workspace_id, "LASTSESSION")
 }

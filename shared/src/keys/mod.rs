@@ -35,9 +35,12 @@
 //! | Shared e-mail     | duplicates: e-mails of two contacts or more | table | `W#<ws>#DUPLICATE` | `email#<email>` |
 //! | Contact external id | upsert by `externalId`, exact        | table | `W#<ws>#EXTERNALID`   | `<externalId>#<id:16>`  |
 //! | Contact name word | search by a word's first letters       | table | `W#<ws>#NAMEWORD`     | `<word>#<id:16>`        |
+//! | Merged contact    | a merged id's survivor                 | table | `W#<ws>#MERGED`       | `<id:16>`               |
+//! | Contact merge     | by id (the job of a merge)             | table | `W#<ws>#MERGE`        | `<ulid>`                |
 //! | Organization      | by id                                  | table | `W#<ws>#ORG`          | `<id:16>`               |
 //! | Organization link | the contacts of an organization        | table | `W#<ws>#ORG#<org>`    | `<contact:16>`          |
 //! | Conversation      | by id                                  | table | `W#<ws>#CONVERSATION` | `<id:16>`               |
+//! | Conversation      | a contact's (a merge moves them)       | gsi1  | `W#<ws>#CONVERSATIONS#<contact>` | `<id:16>`    |
 //! | Last session      | contacts by last-session time          | table | `W#<ws>#LASTSESSION`  | `<time>#<contact:16>#<conversation:16>` |
 //! | Last session      | the same, in one segment               | table | `W#<ws>#SEGMENT#<seg>`| `<time>#<contact:16>#<conversation:16>` |
 //! | Product           | by id; list in id order                | table | `W#<ws>#PRODUCT`      | `<id:16>`               |

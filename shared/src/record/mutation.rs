@@ -151,6 +151,32 @@ impl<'a> Mutation<'a> {
         self.delete(record.key(), what)
     }
 
+    /// Deletes `record` as read (a concurrent change makes this a 409), with
+    /// an event of `verb` whose object holds `extra` besides the record
+    /// (`contact.merged`, with the survivor's id).
+    pub fn retire<R: Versioned>(
+        &mut self,
+        record: &R,
+        verb: &'static str,
+        extra: (&str, Value),
+    ) -> &mut Self {
+        if let Some(mut change) = Change::deleted(record) {
+            change.verb = verb;
+            if let Some(object) = change.object.as_object_mut() {
+                object.insert(extra.0.to_owned(), extra.1);
+            }
+            self.changes.push(change);
+        }
+        self.writes.push((
+            Write::Delete {
+                key: record.key(),
+                condition: Some(Condition::VersionIs(record.version())),
+            },
+            Some(OnFailure::Error(ApiError::conflict(CHANGED_MEANWHILE))),
+        ));
+        self
+    }
+
     /// Deletes a record that must still exist (a concurrent delete makes this
     /// a 404); no event (see [`Mutation::delete_record`]).
     pub fn delete(&mut self, key: Key, what: &str) -> &mut Self {

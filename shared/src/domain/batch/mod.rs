@@ -79,6 +79,12 @@ impl<'de> Deserialize<'de> for RecordId {
     }
 }
 
+impl serde::Serialize for RecordId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&self.0)
+    }
+}
+
 impl JsonSchema for RecordId {
     fn schema_name() -> std::borrow::Cow<'static, str> {
         ids::IdString::schema_name()

@@ -14,6 +14,7 @@
 //! - `list`: `GET /v3/contacts` and its filters; `search`: the `search` term;
 //! - `window`: `GET /v3/contacts/all`; `v1`: `GET /v1/contacts`;
 //! - `duplicates`: contacts that share an e-mail;
+//! - `merge`: a merge of contacts into one, step by step, resumable;
 //! - `upsert`: found by phone, e-mail or `externalId`, else created;
 //! - `load`: the `contact` line of `crm load`.
 
@@ -21,6 +22,7 @@ mod duplicates;
 mod input;
 mod list;
 mod load;
+mod merge;
 mod record;
 mod search;
 mod upsert;
@@ -31,6 +33,11 @@ mod write;
 
 pub use duplicates::{DuplicateBy, DuplicateGroup, duplicates};
 pub use input::{ContactInput, ContactInputV1};
+pub use merge::{INLINE_MOVES, MergeJob, MergeRequest, MergeStatus, MergeView};
+pub mod merging {
+    //! The job side of a merge (`crate::domain::jobs`).
+    pub use super::merge::{KIND, get, process, start};
+}
 pub use list::{ContactQuery, SortField, SortOrder, list};
 pub use load::line_types;
 pub use record::{Contact, ContactFields, CrmData, Referrals};
@@ -38,7 +45,7 @@ pub use upsert::{UpsertKey, upsert};
 pub use v1::{V1Query, list_v1};
 pub use view::{ContactListItem, ContactV1, ContactV3, list_items};
 pub use window::{MAX_WINDOW_HOURS, WindowQuery, list_window};
-pub use write::{Creation, by_phone, create, find_or_create, get, history, update};
+pub use write::{Creation, by_phone, create, find_or_create, get, history, read, update};
 pub(crate) use write::{add_contact, index_item_count};
 
 /// Counters behind `totalCount`.

@@ -9,9 +9,13 @@ use super::{LIST, NEW_LIST};
 use crate::auth::Caller;
 use crate::domain::events;
 use crate::error::{ApiError, ApiResult};
+use crate::ids::WorkspaceId;
 use crate::keys;
 use crate::record::{self, CommitError, Mutation, Stamps, with_fresh_id};
 use crate::store::{Key, SK, Store};
+
+/// The attribute of a merged id's pointer that names its survivor.
+pub(super) const MERGED_INTO: &str = "mergedInto";
 
 fn phone_taken(phone: &str) -> ApiError {
     ApiError::conflict(format!(
@@ -105,15 +109,32 @@ pub(super) async fn insert(
     Ok(contact)
 }
 
-/// One contact by id: one GetItem.
+/// One contact by id: one GetItem (a merged id answers its survivor).
 pub async fn get(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<Contact> {
-    record::find(
-        store,
-        &keys::contact(caller.workspace_id, id),
-        false,
-        "contact",
-    )
-    .await
+    read(store, caller.workspace_id, id, false).await
+}
+
+/// Contact `id`, or the contact it was merged into: a merged id stays an
+/// alias of its survivor. One GetItem; a missing id costs one more, and a
+/// merged one one more per merge.
+pub async fn read(
+    store: &dyn Store,
+    ws: WorkspaceId,
+    id: u64,
+    consistent: bool,
+) -> ApiResult<Contact> {
+    let mut id = id;
+    for _ in 0..8 {
+        if let Some(found) = record::get(store, &keys::contact(ws, id), consistent).await? {
+            return Ok(found);
+        }
+        let pointer = store.get(&keys::merged_contact(ws, id), consistent).await?;
+        match pointer.as_ref().and_then(|p| p.get(MERGED_INTO)?.as_u64()) {
+            Some(survivor) => id = survivor,
+            None => break,
+        }
+    }
+    Err(ApiError::not_found("contact"))
 }
 
 pub async fn update(
@@ -128,13 +149,7 @@ pub async fn update(
             "only find-or-create takes a list of phones",
         ));
     }
-    let current: Contact = record::find(
-        store,
-        &keys::contact(caller.workspace_id, id),
-        true,
-        "contact",
-    )
-    .await?;
+    let current = read(store, caller.workspace_id, id, true).await?;
     update_read(store, caller, current, input).await
 }
 
@@ -149,16 +164,32 @@ pub(super) async fn update_read(
     let id = current.id;
     let mut contact = current.clone();
     input.apply(&mut contact.fields)?;
-    let ws = caller.workspace_id;
     let mut m = Mutation::new(caller);
     if !m.update(&current, &mut contact)? {
         return Ok(current);
     }
-    if contact.fields.phone != current.fields.phone {
+    stage_update(&mut m, &current, &contact, true);
+    m.commit(store, "contact.update", "contact", &id.to_string())
+        .await?;
+    Ok(contact)
+}
+
+/// Stages the writes that follow a contact's change from `current` to
+/// `next` (its record staged already): the phone's sentinel (claimed when
+/// `claim_phone`; a merge moves a sentinel it owns), the index items, the
+/// e-mail's holder, the rollups and the new-contacts counter.
+pub(super) fn stage_update(
+    m: &mut Mutation<'_>,
+    current: &Contact,
+    next: &Contact,
+    claim_phone: bool,
+) {
+    let (ws, id) = (next.workspace_id, next.id);
+    if claim_phone && next.fields.phone != current.fields.phone {
         if let Some(old) = &current.fields.phone {
             m.remove(keys::contact_phone(ws, old));
         }
-        if let Some(new) = &contact.fields.phone {
+        if let Some(new) = &next.fields.phone {
             m.claim(
                 keys::contact_phone(ws, new),
                 &id.to_string(),
@@ -166,31 +197,28 @@ pub(super) async fn update_read(
             );
         }
     }
-    let (old, new) = (current.index_item_keys(), contact.index_item_keys());
+    let (old, new) = (current.index_item_keys(), next.index_item_keys());
     for key in old.difference(&new) {
         m.remove(key.clone());
     }
     for key in new.difference(&old) {
-        m.put_item(contact.index_item(key.clone()));
+        m.put_item(next.index_item(key.clone()));
     }
-    if contact.email_key() != current.email_key() {
-        contact.hold_email(&mut m);
+    if next.email_key() != current.email_key() {
+        next.hold_email(m);
     }
     // `contacts.new` counts contacts that are new, on their creation day.
     crate::domain::rollups::stage(
-        &mut m,
+        m,
         ws,
-        &crate::domain::rollups::of_contact(&current),
-        &crate::domain::rollups::of_contact(&contact),
+        &crate::domain::rollups::of_contact(current),
+        &crate::domain::rollups::of_contact(next),
     );
-    match (current.fields.new_contact, contact.fields.new_contact) {
+    match (current.fields.new_contact, next.fields.new_contact) {
         (false, true) => m.count_list(&keys::counter(ws, NEW_LIST), 1),
         (true, false) => m.count_list(&keys::counter(ws, NEW_LIST), -1),
-        _ => &mut m,
+        _ => m,
     };
-    m.commit(store, "contact.update", "contact", &id.to_string())
-        .await?;
-    Ok(contact)
 }
 
 /// The contact that holds a canonical phone, if any: one GetItem, then one more.
@@ -275,6 +303,7 @@ pub async fn history(
     id: u64,
     q: events::HistoryQuery,
 ) -> ApiResult<events::EventPage> {
-    let key = keys::contact(caller.workspace_id, id);
-    events::history::<Contact>(store, caller, &key, "contact", q).await
+    // A merged contact's history stays readable under its own id.
+    read(store, caller.workspace_id, id, false).await?;
+    events::history_of(store, caller, "contact", &id.to_string(), q).await
 }

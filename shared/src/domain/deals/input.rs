@@ -12,12 +12,9 @@ use super::record::{
     DealProduct, DealStatus,
 };
 use super::rules;
-use crate::domain::contacts::Contact;
 use crate::domain::products;
 use crate::error::{ApiError, ApiResult};
 use crate::ids::{ClientTime, ContactId, Timestamp, WorkspaceId};
-use crate::keys;
-use crate::record;
 use crate::store::Store;
 use crate::validate::nullable;
 
@@ -175,10 +172,9 @@ async fn contact_of(
         (Some(id), _) | (None, Some(id)) => id,
         (None, None) => return Ok(None),
     };
-    let contact: Option<Contact> = record::get(store, &keys::contact(ws, id.0), true).await?;
-    contact
-        .map(|c| Some(DealContact::from(&c)))
-        .ok_or_else(|| ApiError::not_found("contact"))
+    // A merged contact's id names its survivor.
+    let contact = crate::domain::contacts::read(store, ws, id.0, true).await?;
+    Ok(Some(DealContact::from(&contact)))
 }
 
 /// Completes deal products from the catalog: each must be a product of the workspace.

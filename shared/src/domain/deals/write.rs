@@ -5,8 +5,9 @@ use std::collections::HashSet;
 
 use super::LIST;
 use super::input::{self, DealCreate, DealPatch};
-use super::record::{Deal, DealFields};
+use super::record::{Deal, DealContact, DealFields};
 use crate::auth::Caller;
+use crate::domain::contacts::Contact;
 use crate::domain::events;
 use crate::domain::rollups;
 use crate::error::ApiResult;
@@ -59,8 +60,43 @@ pub async fn update(
 ) -> ApiResult<Deal> {
     let ws = caller.workspace_id;
     let current: Deal = record::find(store, &keys::deal(ws, id), true, "deal").await?;
+    let fields = input::patched(store, ws, &current.fields, input, ids::now()).await?;
+    write(store, caller, current, fields, "deal.update").await
+}
+
+/// Moves deal `id` to `contact` (a merge): its copy of the contact and its
+/// contact index, in one transaction; a deal of that contact already is left.
+pub(crate) async fn move_to_contact(
+    store: &dyn Store,
+    caller: &Caller,
+    id: u64,
+    contact: &Contact,
+) -> ApiResult<()> {
+    let ws = caller.workspace_id;
+    let Some(current) = record::get::<Deal>(store, &keys::deal(ws, id), true).await? else {
+        return Ok(());
+    };
+    if current.fields.contact.id.0 == contact.id {
+        return Ok(());
+    }
+    let mut fields = current.fields.clone();
+    fields.contact = DealContact::from(contact);
+    write(store, caller, current, fields, "deal.merge").await?;
+    Ok(())
+}
+
+/// Writes `fields` over the deal read as `current` (409 when it changed in
+/// between), moving its index items and rollups.
+async fn write(
+    store: &dyn Store,
+    caller: &Caller,
+    current: Deal,
+    fields: DealFields,
+    action: &str,
+) -> ApiResult<Deal> {
+    let (ws, id) = (caller.workspace_id, current.id);
     let mut deal = current.clone();
-    deal.fields = input::patched(store, ws, &current.fields, input, ids::now()).await?;
+    deal.fields = fields;
     let mut m = Mutation::new(caller);
     if !m.update(&current, &mut deal)? {
         return Ok(current);
@@ -83,8 +119,7 @@ pub async fn update(
     for item in deal.index_items() {
         m.put_item(item);
     }
-    m.commit(store, "deal.update", "deal", &id.to_string())
-        .await?;
+    m.commit(store, action, "deal", &id.to_string()).await?;
     Ok(deal)
 }
 

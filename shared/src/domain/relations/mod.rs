@@ -104,6 +104,16 @@ impl Record for Conversation {
     fn key(&self) -> Key {
         keys::conversation(self.workspace_id, self.id)
     }
+    /// By contact (gsi1): what a merge moves.
+    fn index_keys(&self) -> Vec<(&'static str, String)> {
+        vec![
+            (
+                keys::GSI1.pk,
+                keys::contact_conversations(self.workspace_id, self.contact_id),
+            ),
+            (keys::GSI1.sk, ids::padded(self.id)),
+        ]
+    }
 }
 
 impl Conversation {
@@ -151,6 +161,28 @@ pub(super) fn save<R: Versioned>(
         Some(current) => {
             m.update(current, record)?;
         }
+    }
+    Ok(())
+}
+
+/// Moves conversation `id` to contact `to` (a merge): its record and its
+/// last-session index items, which name the contact, in one transaction.
+pub(crate) async fn move_conversation(
+    store: &dyn Store,
+    caller: &crate::auth::Caller,
+    id: u64,
+    to: u64,
+) -> ApiResult<()> {
+    let ws = caller.workspace_id;
+    let Some(current) =
+        record::get::<Conversation>(store, &keys::conversation(ws, id), true).await?
+    else {
+        return Ok(());
+    };
+    let mut m = Mutation::new(caller);
+    if stage_last_session(store, &mut m, ws, id, to, current.last_session, false).await? {
+        m.commit(store, "conversation.merge", "conversation", &id.to_string())
+            .await?;
     }
     Ok(())
 }

@@ -13,7 +13,6 @@ use validator::{Validate, ValidationErrors};
 use super::metrics::measure;
 use super::record::{Author, Session, SessionInput, TrailKind};
 use crate::auth::Caller;
-use crate::domain::contacts::Contact;
 use crate::domain::relations::{LastSession, stage_last_session};
 use crate::domain::rollups;
 use crate::error::{ApiError, ApiResult};
@@ -107,6 +106,11 @@ async fn put_once(
         count(Author::Bot),
         count(Author::Contact),
     );
+    if let Some(contact_id) = input.conversation.contact_id {
+        // A merged contact's id names its survivor.
+        let contact = crate::domain::contacts::read(store, ws, contact_id, true).await?;
+        input.conversation.contact_id = Some(contact.id);
+    }
     let current: Option<Session> = record::get(store, &keys::session(ws, id), true).await?;
     let now = ids::now();
     let mut next = Session {
@@ -178,7 +182,6 @@ async fn put_once(
         .unwrap_or_default();
     rollups::stage(&mut m, ws, &before, &rollups::of_session(&next));
     if let Some(contact_id) = next.conversation.contact_id {
-        record::find::<Contact>(store, &keys::contact(ws, contact_id), true, "contact").await?;
         let last = LastSession {
             id: next.id.clone(),
             created_at,
@@ -197,6 +200,31 @@ async fn put_once(
     }
     m.commit(store, "session.put", WHAT, id).await?;
     Ok((next, current.is_none()))
+}
+
+/// Moves session `id` to contact `to` (a merge): its conversation's
+/// `contactId`, nothing else (no index item holds it). A session of that
+/// contact already is left.
+pub(crate) async fn move_to_contact(
+    store: &dyn Store,
+    caller: &Caller,
+    id: &str,
+    to: u64,
+) -> ApiResult<()> {
+    let key = keys::session(caller.workspace_id, id);
+    let Some(current) = record::get::<Session>(store, &key, true).await? else {
+        return Ok(());
+    };
+    if current.conversation.contact_id == Some(to) {
+        return Ok(());
+    }
+    let mut next = current.clone();
+    next.conversation.contact_id = Some(to);
+    let mut m = Mutation::new(caller);
+    if m.update(&current, &mut next)? {
+        m.commit(store, "session.merge", WHAT, id).await?;
+    }
+    Ok(())
 }
 
 /// A `session` line of `crm load`: the PUT body with its `id`.
