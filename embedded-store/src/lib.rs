@@ -174,6 +174,19 @@ impl EmbeddedStore {
         self.partitions.clone()
     }
 
+    /// Every item of the store, read once: for tests and operators, never
+    /// for a request (a request reads what it answers).
+    pub fn every_item(&self) -> Result<Vec<Item>, StoreError> {
+        use redb::ReadableTable;
+        let snapshot = self.snapshot()?;
+        let mut items = Vec::new();
+        for entry in snapshot.items.iter().map_err(engine)? {
+            let (_, value) = entry.map_err(engine)?;
+            items.push(codec::from_bytes(value.value())?);
+        }
+        Ok(items)
+    }
+
     fn snapshot(&self) -> Result<read::Snapshot, StoreError> {
         let txn = self.db.begin_read().map_err(engine)?;
         Ok(read::Snapshot {

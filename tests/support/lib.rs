@@ -54,6 +54,15 @@ pub struct TestApp {
     pub folder: Option<TempFolder>,
     /// The app's job queue (kept to build the app again, [`TestApp::with_manual_clock`]).
     queue: shared::queue::SharedQueue,
+    /// The store as a test reads it whole ([`TestApp::every_item`]).
+    whole: Option<Whole>,
+}
+
+/// A store's own handle, for a test-only full read (never the API's path).
+#[derive(Clone)]
+enum Whole {
+    Embedded(Arc<EmbeddedStore>),
+    DynamoDb(Arc<shared::store::dynamo::DynamoStore>),
 }
 
 /// A folder under the system's temporary folder, removed on drop.
@@ -144,8 +153,10 @@ impl TestApp {
     }
 
     pub async fn embedded() -> Self {
-        let store: SharedStore = Arc::new(EmbeddedStore::in_memory(keys::GSIS));
-        Self::with_store(store, Backend::Embedded, None).await
+        let store = Arc::new(EmbeddedStore::in_memory(keys::GSIS));
+        let mut app = Self::with_store(store.clone(), Backend::Embedded, None).await;
+        app.whole = Some(Whole::Embedded(store));
+        app
     }
 
     /// The embedded store with its hot-key detector on, and the detector.
@@ -169,7 +180,10 @@ impl TestApp {
     /// A fresh table on DynamoDB Local, or `None` (skipped) when it is not running.
     pub async fn dynamodb() -> Option<Self> {
         let (_, table, store) = dynamodb_table().await?;
-        Some(Self::with_store(Arc::new(store), Backend::DynamoDb, Some(table)).await)
+        let store = Arc::new(store);
+        let mut app = Self::with_store(store.clone(), Backend::DynamoDb, Some(table)).await;
+        app.whole = Some(Whole::DynamoDb(store));
+        Some(app)
     }
 
     /// The embedded store behind the fault wrapper ([`faults`]).
@@ -220,6 +234,40 @@ impl TestApp {
             table,
             folder: None,
             queue,
+            whole: None,
+        }
+    }
+
+    /// Every item of the store, read whole (a Scan on DynamoDB): for tests
+    /// that must see what no request reads, such as an erasure's leftovers.
+    pub async fn every_item(&self) -> Vec<shared::store::Item> {
+        match self
+            .whole
+            .as_ref()
+            .expect("a store read whole: embedded or DynamoDB")
+        {
+            Whole::Embedded(store) => store.every_item().expect("read the store"),
+            Whole::DynamoDb(store) => {
+                let mut items = Vec::new();
+                let mut start = None;
+                loop {
+                    let page = store
+                        .client()
+                        .scan()
+                        .table_name(store.table())
+                        .set_exclusive_start_key(start)
+                        .send()
+                        .await
+                        .expect("scan the test table");
+                    for item in page.items.unwrap_or_default() {
+                        items.push(serde_dynamo::from_item(item).expect("an item"));
+                    }
+                    start = page.last_evaluated_key;
+                    if start.is_none() {
+                        return items;
+                    }
+                }
+            }
         }
     }
 
@@ -635,4 +683,17 @@ pub async fn computed_snapshot(app: &TestApp, dashboard: &str, snapshot: &str) -
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     panic!("snapshot {snapshot} was not computed");
+}
+
+/// A token of workspace 1 holding `scopes`, made by the admin token.
+pub async fn token_with(app: &TestApp, scopes: &[shared::auth::Scope]) -> String {
+    let scopes: Vec<String> = scopes.iter().map(ToString::to_string).collect();
+    let created = app
+        .post(
+            "/v3/api-tokens",
+            json!({ "name": "scoped", "scopes": scopes }),
+        )
+        .await
+        .expect(201);
+    created["token"].as_str().unwrap().to_owned()
 }

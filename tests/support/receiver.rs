@@ -53,6 +53,8 @@ struct State {
     retry_after: Mutex<Option<String>>,
     /// While set, requests are kept waiting for their answer.
     held: AtomicBool,
+    /// Answers each request's body back (a receiver that echoes).
+    echo: AtomicBool,
     released: tokio::sync::Notify,
     in_flight: AtomicUsize,
     most_in_flight: AtomicUsize,
@@ -100,6 +102,11 @@ impl Receiver {
     /// a slow endpoint.
     pub fn hold(&self) {
         self.state.held.store(true, Ordering::SeqCst);
+    }
+
+    /// Answers each request with its own body from now on.
+    pub fn echo(&self) {
+        self.state.echo.store(true, Ordering::SeqCst);
     }
 
     pub fn release(&self) {
@@ -160,16 +167,20 @@ async fn answer(state: &State, request: http::Request<Incoming>) -> Response<Ful
         .map(|b| b.to_bytes())
         .unwrap_or_default();
     let status = state.status.load(Ordering::SeqCst);
+    let received = String::from_utf8_lossy(&body).into_owned();
+    let answer = if state.echo.load(Ordering::SeqCst) {
+        received.clone()
+    } else {
+        format!("status {status}")
+    };
     state.got.lock().unwrap().push(Received {
         headers: parts.headers,
-        body: String::from_utf8_lossy(&body).into_owned(),
+        body: received,
         answered: status,
     });
     let mut response = Response::builder().status(status);
     if let Some(after) = state.retry_after.lock().unwrap().clone() {
         response = response.header("retry-after", after);
     }
-    response
-        .body(Full::new(Bytes::from(format!("status {status}"))))
-        .unwrap()
+    response.body(Full::new(Bytes::from(answer))).unwrap()
 }

@@ -16,6 +16,7 @@ mod costs;
 mod dashboards;
 mod deals;
 mod duplicates;
+mod erase;
 mod errors;
 mod events;
 mod fresh_reads;

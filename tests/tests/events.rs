@@ -269,6 +269,8 @@ api_test! {
         app.patch(&format!("/v3/contacts/{}", first("contact")), json!({ "name": "Maria S." })).await.expect(200);
         let twin = app.post("/v3/contacts", json!({ "name": "Maria twice" })).await.expect(201);
         app.post(&format!("/v3/contacts/{}/merge", first("contact")), json!({ "ids": [twin["id"]] })).await.expect(200);
+        let gone = app.post("/v3/contacts", json!({ "name": "Erased" })).await.expect(201);
+        app.post(&format!("/v3/contacts/{}/erase", gone["id"].as_str().unwrap()), json!({})).await.expect(200);
         let deal = format!("/v3/deals/{}", first("deal"));
         for change in [json!({ "name": "Renewal" }), json!({ "status": "won" }), json!({ "status": "open" }), json!({ "status": "lost" })] {
             app.patch(&deal, change).await.expect(200);

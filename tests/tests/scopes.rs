@@ -7,23 +7,10 @@
 use std::collections::HashMap;
 
 use api_tests::serde_json::{Value, json};
-use api_tests::{TestApp, api_test};
+use api_tests::{TestApp, api_test, token_with};
 use chrono::Duration;
 use http::Method;
 use shared::auth::{Need, Resource, Scope};
-
-/// A token of workspace 1 holding `scopes`, made by the admin token.
-async fn token_with(app: &TestApp, scopes: &[Scope]) -> String {
-    let scopes: Vec<String> = scopes.iter().map(ToString::to_string).collect();
-    let created = app
-        .post(
-            "/v3/api-tokens",
-            json!({ "name": "scoped", "scopes": scopes }),
-        )
-        .await
-        .expect(201);
-    created["token"].as_str().unwrap().to_owned()
-}
 
 /// [`token_with`], made once per set of scopes.
 async fn cached(app: &TestApp, tokens: &mut HashMap<Vec<Scope>, String>, held: &[Scope]) -> String {
@@ -66,6 +53,11 @@ fn lacking(needed: Scope) -> Vec<Vec<Scope>> {
         Scope::ReadAll => vec![vec![Scope::Read(Resource::Tags)]],
         Scope::WriteAll => vec![vec![Scope::ReadAll]],
         Scope::Admin => vec![vec![Scope::WriteAll]],
+        // An erasure is given on its own: no write grants it.
+        Scope::EraseContacts => vec![
+            vec![Scope::WriteAll],
+            vec![Scope::Write(Resource::Contacts)],
+        ],
     }
 }
 

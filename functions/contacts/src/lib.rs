@@ -4,11 +4,12 @@
 use axum::Json;
 use axum::extract::State;
 use shared::ApiError;
-use shared::auth::{Caller, Resource};
+use shared::auth::{Caller, Need, Resource, Scope};
 use shared::domain::batch::{self, BatchAnswer, BatchRequest, ContactOp};
 use shared::domain::contacts::{
-    self, ContactInput, ContactInputV1, ContactListItem, ContactQuery, ContactV1, ContactV3,
-    Creation, DuplicateGroup, MergeRequest, MergeStatus, MergeView, V1Query, WindowQuery,
+    self, ContactExport, ContactInput, ContactInputV1, ContactListItem, ContactQuery, ContactV1,
+    ContactV3, Creation, DuplicateGroup, MergeRequest, MergeStatus, MergeView, V1Query,
+    WindowQuery,
 };
 use shared::domain::events::{EventPage, HistoryQuery};
 use shared::domain::imports::{self, ImportJobView, ImportRequest};
@@ -60,6 +61,13 @@ pub fn group() -> Group {
         .extension()
         .get("/v3/contacts/merge/{id}", merge_status)
         .summary("Read a merge")
+        .extension()
+        .post("/v3/contacts/{id}/erase", erase)
+        .summary("Erase a person's personal data everywhere (LGPD/GDPR), leaving a tombstone")
+        .needs(Need::Scope(Scope::EraseContacts))
+        .extension()
+        .get("/v3/contacts/{id}/export", export)
+        .summary("Export everything stored about a person, as JSON")
         .extension()
         .get("/v1/contacts", list_v1)
         .summary("List contacts (public, cursor pages)")
@@ -191,6 +199,21 @@ async fn merge_status(
             .await?
             .into(),
     ))
+}
+
+/// The tombstone; an erased contact answers it again.
+async fn erase(State(s): State<AppState>, caller: Caller, PathId(id): PathId) -> Reply<ContactV3> {
+    Ok(Json(
+        contacts::erase(s.store.as_ref(), &caller, id).await?.into(),
+    ))
+}
+
+async fn export(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathId(id): PathId,
+) -> Reply<ContactExport> {
+    Ok(Json(contacts::export(s.store.as_ref(), &caller, id).await?))
 }
 
 async fn list_v1(

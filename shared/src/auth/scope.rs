@@ -82,12 +82,20 @@ pub enum Scope {
     WriteAll,
     Read(Resource),
     Write(Resource),
+    /// Erasing a person's data (`POST /v3/contacts/{id}/erase`): given on its
+    /// own, never by `*:write` or `contacts:write`.
+    EraseContacts,
 }
 
 impl Scope {
     /// Every scope there is, in the order the docs list them.
     pub fn all() -> Vec<Scope> {
-        let mut all = vec![Scope::Admin, Scope::ReadAll, Scope::WriteAll];
+        let mut all = vec![
+            Scope::Admin,
+            Scope::ReadAll,
+            Scope::WriteAll,
+            Scope::EraseContacts,
+        ];
         for resource in Resource::ALL {
             all.extend([Scope::Read(resource), Scope::Write(resource)]);
         }
@@ -99,6 +107,7 @@ impl Scope {
         use Scope::*;
         match (self, wanted) {
             (Admin, _) => true,
+            (_, EraseContacts) => self == EraseContacts,
             (WriteAll, Admin) => false,
             (WriteAll, _) => true,
             (ReadAll, ReadAll | Read(_)) => true,
@@ -116,7 +125,7 @@ impl Scope {
             .filter(|s| s.covers(self))
             .collect();
         by.sort_by_key(|s| match s {
-            Scope::Read(_) | Scope::Write(_) => 0,
+            Scope::Read(_) | Scope::Write(_) | Scope::EraseContacts => 0,
             Scope::ReadAll | Scope::WriteAll => 1,
             Scope::Admin => 2,
         });
@@ -155,6 +164,7 @@ impl fmt::Display for Scope {
             Scope::Admin => f.write_str("admin"),
             Scope::ReadAll => f.write_str("*:read"),
             Scope::WriteAll => f.write_str("*:write"),
+            Scope::EraseContacts => f.write_str("contacts:erase"),
             Scope::Read(r) => write!(f, "{}:read", r.name()),
             Scope::Write(r) => write!(f, "{}:write", r.name()),
         }
@@ -169,7 +179,7 @@ impl std::str::FromStr for Scope {
             .into_iter()
             .find(|s| s.to_string() == text)
             .ok_or_else(|| {
-                format!("`{text}` is no scope: `<resource>:read`, `<resource>:write`, `*:read`, `*:write` or `admin`")
+                format!("`{text}` is no scope: `<resource>:read`, `<resource>:write`, `*:read`, `*:write`, `contacts:erase` or `admin`")
             })
     }
 }
@@ -197,7 +207,7 @@ impl schemars::JsonSchema for Scope {
         schemars::json_schema!({
             "type": "string",
             "enum": names,
-            "description": "`<resource>:read` reads a group's records; `<resource>:write` also changes them; `*:read` and `*:write` are the same for every group of the workspace; `admin` is everything, the operator routes included."
+            "description": "`<resource>:read` reads a group's records; `<resource>:write` also changes them; `*:read` and `*:write` are the same for every group of the workspace; `contacts:erase` erases a person's data (given only on its own); `admin` is everything, the operator routes included."
         })
     }
 }
@@ -235,7 +245,7 @@ mod tests {
         for scope in Scope::all() {
             assert_eq!(scope.to_string().parse::<Scope>(), Ok(scope));
         }
-        assert_eq!(Scope::all().len(), 3 + 2 * Resource::ALL.len());
+        assert_eq!(Scope::all().len(), 4 + 2 * Resource::ALL.len());
         assert!("contacts:delete".parse::<Scope>().is_err());
     }
 
@@ -248,6 +258,12 @@ mod tests {
         assert!(!grants(&[contacts_write], Scope::Read(Resource::Deals)));
         assert!(grants(&[Scope::ReadAll], Scope::Read(Resource::Audit)));
         assert!(!grants(&[Scope::ReadAll], Scope::Write(Resource::Tags)));
+        // An erasure is given on its own, or by admin.
+        assert!(!grants(&[Scope::WriteAll], Scope::EraseContacts));
+        assert!(!grants(&[], Scope::EraseContacts));
+        assert!(grants(&[Scope::EraseContacts], Scope::EraseContacts));
+        assert!(grants(&[Scope::Admin], Scope::EraseContacts));
+        assert!(!grants(&[Scope::EraseContacts], contacts_read));
         assert!(
             grants(&[], Scope::Write(Resource::Tags)),
             "none held: *:write"

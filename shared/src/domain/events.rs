@@ -29,6 +29,7 @@ pub const TYPES: &[&str] = &[
     "contact.created",
     "contact.updated",
     "contact.merged",
+    "contact.erased",
     "deal.created",
     "deal.updated",
     "deal.won",

@@ -50,7 +50,11 @@ pub fn audit_index_partitions() -> Vec<String> {
 
 /// The record of one `Idempotency-Key` (its SHA-256) of a workspace.
 pub fn idempotency(ws: WorkspaceId, key_sha256: &str) -> Key {
-    Key::new(collection(ws, "IDEMPOTENCY"), key_sha256)
+    Key::new(idempotency_records(ws), key_sha256)
+}
+
+pub fn idempotency_records(ws: WorkspaceId) -> String {
+    collection(ws, "IDEMPOTENCY")
 }
 
 /// A workspace's event, under its cursor (a ULID: events sort as they happened).

@@ -51,7 +51,7 @@
 //! | Deal              | by id; list or window by creation      | table | `W#<ws>#DEAL`         | `<id:16>`               |
 //! | Deal index        | by stage, status, operator, pipeline, contact, tag, product (with a digest) | table | `W#<ws>#DEAL#<KIND>#<value>` | `<id:16>` |
 //! | Import job        | by id                                  | table | `W#<ws>#IMPORT`       | `<ulid>`                |
-//! | Import chunk      | the contacts of a job, in order        | table | `W#<ws>#IMPORT#<job>` | `CHUNK#<n:4>`           |
+//! | Import chunk      | the contacts of a job, until it is done | table | `W#<ws>#IMPORT#<job>` | `CHUNK#<n:4>`           |
 //! | Welcome message   | by id (the outbox)                     | table | `W#<ws>#WELCOME`      | `<ulid>`                |
 //! | Welcome sent      | the same message within the window     | table | `W#<ws>#WELCOMESENT`  | `<e164>#<content sha256>` |
 //! | Checkout link     | by code                                | table | `W#<ws>#CHECKOUT`     | `<code>`                |

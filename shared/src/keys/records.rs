@@ -83,7 +83,15 @@ pub fn import_chunk(workspace_id: WorkspaceId, job_id: &str, n: usize) -> Key {
 }
 
 pub fn welcome_message(ws: WorkspaceId, id: &str) -> Key {
-    Key::new(collection(ws, "WELCOME"), id)
+    Key::new(welcome_messages(ws), id)
+}
+
+pub fn welcome_messages(ws: WorkspaceId) -> String {
+    collection(ws, "WELCOME")
+}
+
+pub fn welcome_sent_of(ws: WorkspaceId) -> String {
+    collection(ws, "WELCOMESENT")
 }
 
 /// The sentinel of one message (recipient and content) sent recently.

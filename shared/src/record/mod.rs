@@ -13,10 +13,12 @@ mod audit;
 pub mod event;
 pub mod guard;
 mod mutation;
+mod write;
 
 pub use audit::{AUDIT_LIST, AuditEntry};
 pub use event::{Event, EventData, StoredEvent};
-pub use mutation::{CommitError, Mutation, changed_meanwhile, upsert, with_fresh_id};
+pub use mutation::{CommitError, Mutation, changed_meanwhile};
+pub use write::{retrying, upsert, with_fresh_id};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;

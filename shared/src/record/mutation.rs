@@ -2,47 +2,12 @@
 
 use super::audit::{AUDIT_LIST, AuditEntry};
 use super::event::Change;
-use super::{CLAIMED_BY, COUNT, Record, Versioned, get, to_item};
+use super::{CLAIMED_BY, COUNT, Record, Versioned, to_item};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
-use crate::ids;
 use crate::keys;
 use crate::store::{Condition, Item, Key, PK, SK, Store, StoreError, TYPE, Write};
 use serde_json::Value;
-
-/// Loads a record an operator brings in (`crm load`). `build` makes the record
-/// from the stored one, if any, so that `createdAt` stays. A new record is
-/// created (moving its list's counter, when it has one); a changed one is
-/// written over the stored one; an unchanged one writes nothing.
-pub async fn upsert<R: Versioned + Clone>(
-    store: &dyn Store,
-    caller: &Caller,
-    key: &Key,
-    build: impl FnOnce(Option<R>) -> R,
-    counter: Option<keys::Counter>,
-    action: &str,
-) -> ApiResult<R> {
-    let current: Option<R> = get(store, key, true).await?;
-    let mut next = build(current.clone());
-    let mut m = Mutation::new(caller);
-    match &current {
-        Some(stored) => {
-            if !m.update(stored, &mut next)? {
-                return Ok(next);
-            }
-        }
-        None => {
-            next.set_version(1);
-            m.create(&next)?;
-            if let Some(counter) = &counter {
-                m.count_list(counter, 1);
-            }
-        }
-    }
-    let resource = R::TYPE.to_owned();
-    m.commit(store, action, &resource, &key.sk).await?;
-    Ok(next)
-}
 
 const CHANGED_MEANWHILE: &str =
     "the record changed while this request ran; read it again and retry";
@@ -73,6 +38,8 @@ pub struct Mutation<'a> {
     /// The positions of the sentinels of [`Mutation::claim`], whose claimant
     /// is written at commit (only those: a record may carry any attribute).
     claims: Vec<usize>,
+    /// An erasure's writes: their events carry no earlier values.
+    redact: bool,
 }
 
 /// How a mutation can fail before being turned into an API error.
@@ -94,7 +61,28 @@ impl<'a> Mutation<'a> {
             writes: Vec::new(),
             changes: Vec::new(),
             claims: Vec::new(),
+            redact: false,
         }
+    }
+
+    /// The writes of an erasure: their events say what the records are
+    /// after it, never what they held (`data.previous` is left out).
+    pub fn redacting(caller: &'a Caller) -> Self {
+        Self {
+            redact: true,
+            ..Self::new(caller)
+        }
+    }
+
+    /// [`Mutation::update`] of a record being erased: its event is
+    /// `<resource>.erased`, with the record as it is after.
+    pub fn erase<R: Versioned>(&mut self, current: &R, next: &mut R) -> ApiResult<bool> {
+        let changed = self.update(current, next)?;
+        if changed && let Some(change) = self.changes.last_mut() {
+            change.verb = "erased";
+            change.previous = None;
+        }
+        Ok(changed)
     }
 
     /// Puts a new record; its id must not be taken.
@@ -325,7 +313,10 @@ impl<'a> Mutation<'a> {
             1,
         );
         self.count_list(keys::audit_counter(), 1);
-        for change in std::mem::take(&mut self.changes) {
+        for mut change in std::mem::take(&mut self.changes) {
+            if self.redact {
+                change.previous = None;
+            }
             let event = change.into_event(self.caller, token_id);
             self.writes.push((
                 Write::Put {
@@ -417,32 +408,6 @@ impl<'a> Mutation<'a> {
                     return Err(CommitError::Api(e.into()));
                 }
             }
-        }
-    }
-}
-
-/// Runs `attempt` with fresh ids until one is free (a clash needs two processes in
-/// one millisecond drawing the same 12 bits; three clashes in a row is a bug).
-pub async fn with_fresh_id<T, F, Fut>(mut attempt: F) -> ApiResult<T>
-where
-    F: FnMut(u64) -> Fut,
-    Fut: std::future::Future<Output = Result<T, CommitError>>,
-{
-    for _ in 0..3 {
-        match attempt(ids::new_id()).await {
-            Ok(value) => return Ok(value),
-            Err(CommitError::IdTaken) => continue,
-            Err(CommitError::Api(e)) => return Err(e),
-        }
-    }
-    Err(ApiError::internal("three id clashes in a row"))
-}
-
-impl From<CommitError> for ApiError {
-    fn from(e: CommitError) -> Self {
-        match e {
-            CommitError::IdTaken => ApiError::internal("id clash on a record that is not new"),
-            CommitError::Api(e) => e,
         }
     }
 }

@@ -13,12 +13,14 @@
 //! - `write`: create, update, find-or-create, by phone;
 //! - `list`: `GET /v3/contacts` and its filters; `search`: the `search` term;
 //! - `window`: `GET /v3/contacts/all`; `v1`: `GET /v1/contacts`;
+//! - `erase`: erasure of a person's data, and its export;
 //! - `duplicates`: contacts that share an e-mail;
 //! - `merge`: a merge of contacts into one, step by step, resumable;
 //! - `upsert`: found by phone, e-mail or `externalId`, else created;
 //! - `load`: the `contact` line of `crm load`.
 
 mod duplicates;
+mod erase;
 mod input;
 mod list;
 mod load;
@@ -32,6 +34,7 @@ mod window;
 mod write;
 
 pub use duplicates::{DuplicateBy, DuplicateGroup, duplicates};
+pub use erase::{ContactExport, erase, export};
 pub use input::{ContactInput, ContactInputV1};
 pub use merge::{INLINE_MOVES, MergeJob, MergeRequest, MergeStatus, MergeView};
 pub mod merging {
@@ -40,7 +43,7 @@ pub mod merging {
 }
 pub use list::{ContactQuery, SortField, SortOrder, list};
 pub use load::line_types;
-pub use record::{Contact, ContactFields, CrmData, Referrals};
+pub use record::{Contact, ContactFields, CrmData, Erased, Referrals};
 pub use upsert::{UpsertKey, upsert};
 pub use v1::{V1Query, list_v1};
 pub use view::{ContactListItem, ContactV1, ContactV3, list_items};

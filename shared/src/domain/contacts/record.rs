@@ -136,6 +136,26 @@ pub struct Contact {
     pub organization_ids: Vec<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub main_organization_id: Option<u64>,
+    /// The contacts merged into this one, and the phones they brought that
+    /// stay this contact's identities: what an erasure of the person finds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_ids: Vec<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alias_phones: Vec<String>,
+    /// Set on the tombstone an erasure leaves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub erased: Option<Erased>,
+}
+
+/// Who erased a contact, and when.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Erased {
+    #[schemars(with = "crate::ids::Timestamp")]
+    #[serde(with = "crate::ids::ts_format")]
+    pub at: crate::ids::Timestamp,
+    /// The token that asked.
+    pub by: String,
 }
 
 crate::versioned!(Contact);
@@ -160,6 +180,22 @@ impl Record for Contact {
 }
 
 impl Contact {
+    /// A new contact, version 1.
+    pub fn new(id: u64, workspace_id: WorkspaceId, fields: ContactFields, stamps: Stamps) -> Self {
+        Self {
+            id,
+            workspace_id,
+            fields,
+            stamps,
+            version: 1,
+            organization_ids: Vec::new(),
+            main_organization_id: None,
+            merged_ids: Vec::new(),
+            alias_phones: Vec::new(),
+            erased: None,
+        }
+    }
+
     /// The non-unique index items of this contact: e-mail, external id, name
     /// words, new. (The e-mail's holder sentinel, [`Contact::hold_email`],
     /// is written when the e-mail is given, and kept.)

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::list::{ContactQuery, list};
-use super::record::{Contact, ContactFields, CrmData};
+use super::record::{Contact, ContactFields, CrmData, Erased};
 use crate::auth::Caller;
 use crate::domain::relations;
 use crate::error::ApiResult;
@@ -26,6 +26,10 @@ pub struct ContactV3 {
     pub fields: ContactFields,
     #[serde(flatten)]
     pub stamps: Stamps,
+    /// An erased contact (`POST /v3/contacts/{id}/erase`): a tombstone
+    /// without personal data, kept so that counts and references stay whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub erased: Option<Erased>,
 }
 
 impl From<Contact> for ContactV3 {
@@ -35,6 +39,7 @@ impl From<Contact> for ContactV3 {
             workspace_id: c.workspace_id,
             fields: c.fields,
             stamps: c.stamps,
+            erased: c.erased,
         }
     }
 }

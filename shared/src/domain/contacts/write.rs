@@ -17,6 +17,14 @@ use crate::store::{Key, SK, Store};
 /// The attribute of a merged id's pointer that names its survivor.
 pub(super) const MERGED_INTO: &str = "mergedInto";
 
+/// 410: the contact is a tombstone (`POST /v3/contacts/{id}/erase`).
+pub(super) fn erased() -> ApiError {
+    ApiError::new(
+        http::StatusCode::GONE,
+        "this contact was erased: it keeps no personal data and takes none",
+    )
+}
+
 fn phone_taken(phone: &str) -> ApiError {
     ApiError::conflict(format!(
         "a contact with phone {phone} already exists in this workspace"
@@ -93,15 +101,7 @@ pub(super) async fn insert(
     fields: &ContactFields,
     stamps: Stamps,
 ) -> Result<Contact, CommitError> {
-    let contact = Contact {
-        id,
-        workspace_id: caller.workspace_id,
-        fields: fields.clone(),
-        stamps,
-        version: 1,
-        organization_ids: Vec::new(),
-        main_organization_id: None,
-    };
+    let contact = Contact::new(id, caller.workspace_id, fields.clone(), stamps);
     let mut m = Mutation::new(caller);
     add_contact(&mut m, &contact, true)?;
     m.commit(store, "contact.create", "contact", &contact.id.to_string())
@@ -162,6 +162,9 @@ pub(super) async fn update_read(
     input: ContactInput,
 ) -> ApiResult<Contact> {
     let id = current.id;
+    if current.erased.is_some() {
+        return Err(erased());
+    }
     let mut contact = current.clone();
     input.apply(&mut contact.fields)?;
     let mut m = Mutation::new(caller);

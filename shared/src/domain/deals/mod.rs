@@ -45,7 +45,7 @@ pub use record::{
     DealProduct, DealStatus, DiscountKind, DiscountType,
 };
 pub use view::DealView;
-pub(crate) use write::move_to_contact;
 pub use write::{create, get, history, update};
+pub(crate) use write::{erase_contact, move_to_contact};
 
 pub const LIST: &str = "DEAL";

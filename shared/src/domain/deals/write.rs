@@ -61,7 +61,7 @@ pub async fn update(
     let ws = caller.workspace_id;
     let current: Deal = record::find(store, &keys::deal(ws, id), true, "deal").await?;
     let fields = input::patched(store, ws, &current.fields, input, ids::now()).await?;
-    write(store, caller, current, fields, "deal.update").await
+    write(store, caller, current, fields, "deal.update", false).await
 }
 
 /// Moves deal `id` to `contact` (a merge): its copy of the contact and its
@@ -81,7 +81,29 @@ pub(crate) async fn move_to_contact(
     }
     let mut fields = current.fields.clone();
     fields.contact = DealContact::from(contact);
-    write(store, caller, current, fields, "deal.merge").await?;
+    write(store, caller, current, fields, "deal.merge", false).await?;
+    Ok(())
+}
+
+/// Erases the deal's copy of its contact (an erasure of the person): the
+/// copy keeps the id and nothing personal; its event carries no earlier values.
+pub(crate) async fn erase_contact(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<()> {
+    let ws = caller.workspace_id;
+    let Some(current) = record::get::<Deal>(store, &keys::deal(ws, id), true).await? else {
+        return Ok(());
+    };
+    let copy = &current.fields.contact;
+    let mut fields = current.fields.clone();
+    fields.contact = DealContact {
+        id: copy.id,
+        name: None,
+        avatar: None,
+        phone: None,
+        email: None,
+        created_at: copy.created_at,
+        is_private: copy.is_private,
+    };
+    write(store, caller, current, fields, "deal.erase", true).await?;
     Ok(())
 }
 
@@ -93,11 +115,16 @@ async fn write(
     current: Deal,
     fields: DealFields,
     action: &str,
+    redact: bool,
 ) -> ApiResult<Deal> {
     let (ws, id) = (caller.workspace_id, current.id);
     let mut deal = current.clone();
     deal.fields = fields;
-    let mut m = Mutation::new(caller);
+    let mut m = if redact {
+        Mutation::redacting(caller)
+    } else {
+        Mutation::new(caller)
+    };
     if !m.update(&current, &mut deal)? {
         return Ok(current);
     }

@@ -102,6 +102,11 @@ pub async fn process(store: &dyn Store, ws: WorkspaceId, job_id: &str) -> ApiRes
         job.version = version + 1;
         let mut m = Mutation::new(&caller);
         m.replace(&job, version)?;
+        // The rows were for this run: kept no longer than needed (personal
+        // data, which an erasure would otherwise have to find).
+        for n in 0..job.chunks as usize {
+            m.remove(keys::import_chunk(ws, job_id, n));
+        }
         match m
             .commit(store, "contactImport.complete", "contactImport", &job.id)
             .await
@@ -120,22 +125,16 @@ pub async fn process(store: &dyn Store, ws: WorkspaceId, job_id: &str) -> ApiRes
 }
 
 fn new_contact(workspace_id: WorkspaceId, p: Pending) -> Contact {
-    Contact {
-        id: 0, // given when written
-        workspace_id,
-        fields: ContactFields {
-            name: p.name,
-            email: p.email,
-            phone: Some(p.phone),
-            custom_fields: p.custom_fields,
-            is_imported: true,
-            ..ContactFields::default()
-        },
-        stamps: Stamps::new(),
-        version: 1,
-        organization_ids: Vec::new(),
-        main_organization_id: None,
-    }
+    let fields = ContactFields {
+        name: p.name,
+        email: p.email,
+        phone: Some(p.phone),
+        custom_fields: p.custom_fields,
+        is_imported: true,
+        ..ContactFields::default()
+    };
+    // The id is given when written.
+    Contact::new(0, workspace_id, fields, Stamps::new())
 }
 
 /// Who holds each of these phones: BatchGetItem of their sentinels, 100 at a time.

@@ -23,5 +23,5 @@ pub use record::{
     Author, Metrics, Session, SessionConversation, SessionDeals, SessionInput, SessionTimes, Trail,
     TrailKind,
 };
-pub(crate) use write::move_to_contact;
 pub use write::{SessionLine, get, line_types, put, valid_id};
+pub(crate) use write::{erase_phone, move_to_contact};

@@ -163,19 +163,7 @@ async fn put_once(
         None => m.create(&next)?,
         Some(stored) => m.replace(&next, stored.version)?,
     };
-    let new_keys = next.index_keys()?;
-    if let Some(stored) = &current {
-        for old in stored
-            .index_keys()?
-            .into_iter()
-            .filter(|k| !new_keys.contains(k))
-        {
-            m.remove(old);
-        }
-    }
-    for item in next.index_items()? {
-        m.put_item(item);
-    }
+    stage_index(&mut m, current.as_ref(), &next)?;
     let before = current
         .as_ref()
         .map(rollups::of_session)
@@ -223,6 +211,45 @@ pub(crate) async fn move_to_contact(
     let mut m = Mutation::new(caller);
     if m.update(&current, &mut next)? {
         m.commit(store, "session.merge", WHAT, id).await?;
+    }
+    Ok(())
+}
+
+/// Erases the phone of session `id` (an erasure of the person): the record
+/// and its index items, whose digest and phone partition hold it; its event
+/// carries no earlier values.
+pub(crate) async fn erase_phone(store: &dyn Store, caller: &Caller, id: &str) -> ApiResult<()> {
+    let key = keys::session(caller.workspace_id, id);
+    let Some(current) = record::get::<Session>(store, &key, true).await? else {
+        return Ok(());
+    };
+    if current.conversation.contact_phone.is_none() {
+        return Ok(());
+    }
+    let mut next = current.clone();
+    next.conversation.contact_phone = None;
+    let mut m = Mutation::redacting(caller);
+    m.update(&current, &mut next)?;
+    stage_index(&mut m, Some(&current), &next)?;
+    m.commit(store, "session.erase", WHAT, id).await?;
+    Ok(())
+}
+
+/// The index items of a session written as `next` over `stored`: the ones
+/// it left go; every one it has is written again (each carries the digest).
+fn stage_index(m: &mut Mutation<'_>, stored: Option<&Session>, next: &Session) -> ApiResult<()> {
+    let new_keys = next.index_keys()?;
+    if let Some(stored) = stored {
+        for old in stored
+            .index_keys()?
+            .into_iter()
+            .filter(|k| !new_keys.contains(k))
+        {
+            m.remove(old);
+        }
+    }
+    for item in next.index_items()? {
+        m.put_item(item);
     }
     Ok(())
 }

@@ -24,14 +24,14 @@ use validator::Validate;
 mod steps;
 
 use super::record::Contact;
-use super::write::read;
+use super::write::{erased, read};
 use crate::auth::Caller;
 use crate::domain::batch::RecordId;
 use crate::error::{ApiError, ApiResult};
 use crate::ids::{self, WorkspaceId};
 use crate::keys;
 use crate::queue::{JobMessage, JobQueue};
-use crate::record::{self, Mutation, Record, Stamps, changed_meanwhile};
+use crate::record::{self, Mutation, Record, Stamps, changed_meanwhile, retrying};
 use crate::store::Store;
 use steps::{absorb, left_to_move};
 
@@ -124,6 +124,9 @@ pub async fn start(
     let ws = caller.workspace_id;
     let survivor =
         record::find::<Contact>(store, &keys::contact(ws, survivor_id), true, "contact").await?;
+    if survivor.erased.is_some() {
+        return Err(erased());
+    }
     let mut merged_ids = Vec::with_capacity(request.ids.len());
     for (i, RecordId(id)) in request.ids.iter().enumerate() {
         let field = format!("ids[{i}]");
@@ -134,11 +137,10 @@ pub async fn start(
             return Err(ApiError::field(field, "names a contact twice"));
         }
         // Each must be a contact of this workspace now (not merged already).
-        if record::get::<Contact>(store, &keys::contact(ws, *id), true)
-            .await?
-            .is_none()
-        {
-            return Err(ApiError::not_found("contact"));
+        match record::get::<Contact>(store, &keys::contact(ws, *id), true).await? {
+            None => return Err(ApiError::not_found("contact")),
+            Some(c) if c.erased.is_some() => return Err(erased()),
+            Some(_) => {}
         }
         merged_ids.push(*id);
     }
@@ -268,22 +270,4 @@ async fn record_run(
             Err(e) => return Err(e.into()),
         }
     }
-}
-
-/// Runs a step again when what it moves changed under it (a concurrent
-/// change, or another run of the same merge).
-async fn retrying<F, Fut>(mut step: F) -> ApiResult<()>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = ApiResult<()>>,
-{
-    let mut last = None;
-    for attempt in 0..6 {
-        record::pause_before(attempt).await;
-        match step().await {
-            Err(e) if changed_meanwhile(&e) => last = Some(e),
-            done => return done,
-        }
-    }
-    Err(last.unwrap_or_else(|| ApiError::conflict("a record kept changing during the merge")))
 }

@@ -214,4 +214,13 @@ fn fill(survivor: &mut Contact, merged: &Contact) {
     if survivor.main_organization_id.is_none() {
         survivor.main_organization_id = merged.main_organization_id;
     }
+    // What an erasure of the person must find again.
+    survivor.merged_ids.push(merged.id);
+    survivor.merged_ids.extend(&merged.merged_ids);
+    let phones = merged.fields.phone.iter().chain(&merged.alias_phones);
+    for phone in phones {
+        if survivor.fields.phone.as_ref() != Some(phone) && !survivor.alias_phones.contains(phone) {
+            survivor.alias_phones.push(phone.clone());
+        }
+    }
 }

@@ -1,0 +1,193 @@
+//! Erasure and access (`POST /v3/contacts/{id}/erase`, `GET
+//! /v3/contacts/{id}/export`): a person's name, phone and e-mail, written
+//! into every place this service keeps them, are nowhere in the store after
+//! the erasure (read whole, item by item); the tombstone keeps the id, the
+//! counts and the references; the export holds all of it before.
+
+use std::time::Duration;
+
+use api_tests::receiver::Receiver;
+use api_tests::serde_json::{Value, json};
+use api_tests::{TestApp, api_test, webhook_settings};
+use shared::auth::{Resource, Scope};
+
+const NAME: &str = "Zuleika Erasmo";
+const EMAIL: &str = "zuleika.erasmo@example.com";
+/// The person's phone and the one of the contact merged into theirs.
+const PHONE: &str = "(11) 97654-3210";
+const OTHER_PHONE: &str = "(11) 96543-2109";
+/// What must be nowhere after the erasure (lowercase; phones as digits).
+const NEEDLES: [&str; 5] = [
+    "zuleika",
+    "erasmo",
+    "976543210",
+    "965432109",
+    "zuleika-crm-7",
+];
+
+fn id(body: &Value) -> String {
+    body["id"].as_str().unwrap().to_owned()
+}
+
+/// Writes the person into every place: the contact (with an
+/// `Idempotency-Key`, so its answer is kept), a contact merged into it, a
+/// deal, a session, a welcome message, an import naming them, and events
+/// delivered to a webhook whose receiver echoes them back.
+async fn the_person_everywhere(app: &TestApp, receiver: &Receiver) -> (String, String) {
+    receiver.echo();
+    app.post(
+        "/v3/webhooks",
+        json!({ "url": receiver.url, "types": ["contact.*", "deal.*", "session.*"] }),
+    )
+    .await
+    .expect(201);
+    let body = json!({ "name": NAME, "phone": PHONE, "email": EMAIL, "externalId": "zuleika-crm-7", "notes": "Zuleika prefers calls" });
+    let contact = app
+        .post_with_key("/v3/contacts", "create-zuleika", &body)
+        .await
+        .expect(201);
+    let contact = id(&contact);
+    let twin = app
+        .post(
+            "/v3/contacts",
+            json!({ "name": "Zuleika E.", "phone": OTHER_PHONE }),
+        )
+        .await
+        .expect(201);
+    app.post(
+        &format!("/v3/contacts/{contact}/merge"),
+        json!({ "ids": [id(&twin)] }),
+    )
+    .await
+    .expect(200);
+    let deal = app.post("/v3/deals", json!({
+        "name": "Annual plan", "value": 100, "status": "open", "contactId": contact.parse::<u64>().unwrap(),
+        "operatorId": 7, "groupId": 1, "pipelineId": "sales", "stageId": "lead", "origin": "site", "tagIds": [],
+    })).await.expect(201);
+    app.put_session("erase-s1", json!({
+        "createdAt": "2026-11-20T10:00:00.000Z",
+        "conversation": { "id": 77, "contactId": contact.parse::<u64>().unwrap(), "contactPhone": PHONE, "channelId": "whatsapp-1", "channelType": "whatsapp" },
+        "trails": [{ "type": "message", "at": "2026-11-20T10:01:00.000Z", "from": "contact" }],
+    })).await;
+    app.put_session("erase-s2", json!({
+        "createdAt": "2026-11-21T10:00:00.000Z",
+        "conversation": { "id": 78, "contactPhone": OTHER_PHONE, "channelId": "whatsapp-1", "channelType": "whatsapp" },
+        "trails": [{ "type": "message", "at": "2026-11-21T10:01:00.000Z", "from": "contact" }],
+    })).await;
+    app.post(
+        "/v3/workspaces/send-welcome-message",
+        json!({ "phone": PHONE, "name": NAME, "text": "Oi Zuleika!" }),
+    )
+    .await
+    .expect(201);
+    let job = app
+        .post(
+            "/v3/contacts/import",
+            json!({ "contacts": [{ "name": NAME, "phone": PHONE, "email": EMAIL }] }),
+        )
+        .await
+        .expect(201);
+    let job = format!("/v3/contacts/import/{}", id(&job));
+    for _ in 0..600 {
+        if app.get(&job).await.expect(200)["status"] == "done" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Every delivery made and its echo kept.
+    receiver
+        .wait_for("the deliveries", |got| got.len() >= 4)
+        .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    (contact, id(&deal))
+}
+
+/// The items of the store that hold any of the person's words.
+async fn traces(app: &TestApp) -> Vec<String> {
+    app.every_item()
+        .await
+        .into_iter()
+        .map(|item| Value::Object(item).to_string())
+        .filter(|text| {
+            let lower = text.to_lowercase();
+            NEEDLES.iter().any(|n| lower.contains(n))
+        })
+        .collect()
+}
+
+api_test! {
+    /// After the erasure no item of the store holds the person's name,
+    /// phones, e-mail or external id; before it, many did.
+    async fn an_erasure_leaves_no_trace_of_the_person(app) {
+        let app = app.delivering(webhook_settings()).await;
+        let receiver = Receiver::start().await;
+        let (contact, deal) = the_person_everywhere(&app, &receiver).await;
+        let before = traces(&app).await;
+        assert!(before.len() > 20, "the person is written in many places: {}", before.len());
+        let total = app.get("/v3/contacts").await.expect(200)["totalCount"].clone();
+
+        let tombstone = app.post(&format!("/v3/contacts/{contact}/erase"), json!({})).await.expect(200);
+        assert_eq!(traces(&app).await, Vec::<String>::new());
+
+        // The tombstone: the id, the times, who erased it and when; nothing personal.
+        assert_eq!(tombstone["id"], json!(contact));
+        assert!(tombstone["erased"]["by"].as_str().is_some_and(|by| !by.is_empty()), "{tombstone}");
+        assert!(tombstone["erased"]["at"].is_string());
+        assert!(tombstone.get("name").is_none() && tombstone.get("phone").is_none() && tombstone.get("email").is_none());
+        assert_eq!(app.get(&format!("/v3/contacts/{contact}")).await.expect(200), tombstone);
+        // Counts and references stay whole; the tombstone takes no new data.
+        assert_eq!(app.get("/v3/contacts").await.expect(200)["totalCount"], total);
+        let kept = app.get(&format!("/v3/deals/{deal}")).await.expect(200);
+        assert_eq!(kept["contact"]["id"], json!(contact.parse::<u64>().unwrap()));
+        app.patch(&format!("/v3/contacts/{contact}"), json!({ "name": NAME })).await.expect_error(410);
+        // Erasing again answers the tombstone; the phone is free for a new contact.
+        assert_eq!(app.post(&format!("/v3/contacts/{contact}/erase"), json!({})).await.expect(200)["erased"], tombstone["erased"]);
+        app.post("/v3/contacts", json!({ "phone": PHONE })).await.expect(201);
+        // The feed says it, without the data.
+        let history = app.get(&format!("/v3/contacts/{contact}/history")).await.expect(200);
+        assert_eq!(history["data"].as_array().unwrap().last().unwrap()["type"], "contact.erased");
+    }
+}
+
+api_test! {
+    /// The export holds everything the erasure would take: the contact, the
+    /// merged contact's phone, the deal, the sessions, the welcome message
+    /// and their events.
+    async fn an_export_holds_everything_about_the_person(app) {
+        let app = app.delivering(webhook_settings()).await;
+        let receiver = Receiver::start().await;
+        let (contact, deal) = the_person_everywhere(&app, &receiver).await;
+        let export = app.get(&format!("/v3/contacts/{contact}/export")).await.expect(200);
+        assert_eq!((export["contact"]["name"].clone(), export["contact"]["email"].clone()), (json!(NAME), json!(EMAIL)));
+        assert_eq!(export["phones"], json!(["+5511976543210", "+5511965432109"]));
+        assert_eq!(export["mergedIds"].as_array().unwrap().len(), 1);
+        assert_eq!(export["deals"][0]["id"], json!(deal));
+        let sessions: Vec<Value> = export["sessions"].as_array().unwrap().iter().map(|s| s["id"].clone()).collect();
+        assert_eq!(sessions.len(), 2, "by conversation and by the merged phone: {sessions:?}");
+        assert_eq!(export["welcomeMessages"][0]["name"], NAME);
+        let types: Vec<&str> = export["events"].as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap()).collect();
+        for wanted in ["contact.created", "contact.merged", "deal.created", "session.upserted"] {
+            assert!(types.contains(&wanted), "{wanted} in {types:?}");
+        }
+        // Another workspace's contact is not there (nor erasable: its
+        // tokens lack `contacts:erase`, and the id is not theirs).
+        let (_, token) = app.new_workspace("Other").await;
+        app.as_token(&token).get(&format!("/v3/contacts/{contact}/export")).await.expect_error(404);
+    }
+}
+
+api_test! {
+    /// Erasing takes its own scope: `contacts:write` and `*:write` do not
+    /// grant it; `contacts:erase` does.
+    async fn erasing_takes_its_own_scope(app) {
+        let contact = app.post("/v3/contacts", json!({ "name": NAME })).await.expect(201);
+        let path = format!("/v3/contacts/{}/erase", id(&contact));
+        for held in [vec![Scope::WriteAll], vec![Scope::Write(Resource::Contacts)]] {
+            let token = api_tests::token_with(&app, &held).await;
+            let refused = app.as_token(&token).post(&path, json!({})).await.expect_error(403);
+            assert!(refused["message"].as_str().unwrap().contains("contacts:erase"), "{refused}");
+        }
+        let eraser = api_tests::token_with(&app, &[Scope::EraseContacts]).await;
+        app.as_token(&eraser).post(&path, json!({})).await.expect(200);
+    }
+}
