@@ -169,10 +169,11 @@ api_test! {
         for wanted in ["contact.created", "contact.merged", "deal.created", "session.upserted"] {
             assert!(types.contains(&wanted), "{wanted} in {types:?}");
         }
-        // Another workspace's contact is not there (nor erasable: its
-        // tokens lack `contacts:erase`, and the id is not theirs).
+        // Another workspace's contact is not there.
         let (_, token) = app.new_workspace("Other").await;
-        app.as_token(&token).get(&format!("/v3/contacts/{contact}/export")).await.expect_error(404);
+        let theirs = app.as_token(&token).post("/v3/contacts", json!({ "name": "Theirs" })).await.expect(201);
+        app.get(&format!("/v3/contacts/{}/export", id(&theirs))).await.expect_error(404);
+        app.post(&format!("/v3/contacts/{}/erase", id(&theirs)), json!({})).await.expect_error(404);
     }
 }
 

@@ -176,3 +176,27 @@ api_test! {
         app.get("/v3/contacts/merge/nope").await.expect_error(404);
     }
 }
+
+api_test! {
+    /// Merges of merges: a phone merged twice still finds the last survivor,
+    /// and a `crm load` line of a merged contact changes nothing.
+    async fn a_merged_phone_and_line_lead_to_the_last_survivor(app) {
+        let first = contact(&app, json!({ "name": "First", "phone": "11 98765-1001" })).await;
+        let second = contact(&app, json!({ "name": "Second", "phone": "11 98765-1002" })).await;
+        let last = contact(&app, json!({ "name": "Last", "phone": "11 98765-1003" })).await;
+        app.post(&format!("/v3/contacts/{second}/merge"), json!({ "ids": [first] })).await.expect(200);
+        app.post(&format!("/v3/contacts/{last}/merge"), json!({ "ids": [second] })).await.expect(200);
+        for phone in ["11 98765-1001", "11 98765-1002"] {
+            let found = app.post("/v3/contacts/find-or-create", json!({ "phone": phone })).await;
+            assert_eq!(found.headers["x-contact-created"], "false");
+            assert_eq!(found.expect(201)["id"], json!(last));
+        }
+        assert_eq!(app.get(&format!("/v3/contacts/{first}")).await.expect(200)["id"], json!(last));
+        // Merging a merged contact again, or into one: 404.
+        app.post(&format!("/v3/contacts/{first}/merge"), json!({ "ids": [last] })).await.expect_error(404);
+        // A load line of a merged contact changes nothing.
+        let line = json!({ "type": "contact", "id": first.parse::<u64>().unwrap(), "name": "First", "phone": "11 98765-1001" });
+        app.load_line(1, line).await.unwrap();
+        assert_eq!(app.get("/v3/contacts").await.expect(200)["totalCount"], 1);
+    }
+}

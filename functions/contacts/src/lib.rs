@@ -68,6 +68,9 @@ pub fn group() -> Group {
         .extension()
         .get("/v3/contacts/{id}/export", export)
         .summary("Export everything stored about a person, as JSON")
+        // It holds their deals, sessions and messages too: the data
+        // protection scope, not `contacts:read`.
+        .needs(Need::Scope(Scope::EraseContacts))
         .extension()
         .get("/v1/contacts", list_v1)
         .summary("List contacts (public, cursor pages)")

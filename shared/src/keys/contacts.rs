@@ -133,6 +133,11 @@ pub fn merged_contact(workspace_id: WorkspaceId, contact_id: u64) -> Key {
     Key::new(collection(workspace_id, "MERGED"), padded(contact_id))
 }
 
+/// A contact a merge job is merging away (one job at a time).
+pub fn contact_merging(workspace_id: WorkspaceId, contact_id: u64) -> Key {
+    Key::new(collection(workspace_id, "MERGING"), padded(contact_id))
+}
+
 pub fn contact_merge(workspace_id: WorkspaceId, job_id: &str) -> Key {
     Key::new(collection(workspace_id, "MERGE"), job_id)
 }

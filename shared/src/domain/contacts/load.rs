@@ -13,13 +13,23 @@ use crate::store::Store;
 /// A `contact` line: `id` and the create body of `POST /v3/contacts`. Loaded
 /// again, the contact takes the fields the line names (no write when it has
 /// them already); its phone stays its identity, so a line whose phone another
-/// contact holds is refused, as the API refuses it.
+/// contact holds is refused, as the API refuses it. A line of a contact
+/// merged or erased since changes nothing.
 #[async_trait]
 impl Loadable for WithId<ContactInput> {
     const TYPE: &'static str = "contact";
 
     async fn load(self, store: &dyn Store, caller: &Caller) -> ApiResult<()> {
-        let key = keys::contact(caller.workspace_id, self.id);
+        let ws = caller.workspace_id;
+        // A contact merged since lives on in its survivor: the line is loaded.
+        if store
+            .get(&keys::merged_contact(ws, self.id), true)
+            .await?
+            .is_some()
+        {
+            return Ok(());
+        }
+        let key = keys::contact(ws, self.id);
         self.create_or_update(
             store,
             &key,
@@ -27,7 +37,13 @@ impl Loadable for WithId<ContactInput> {
                 let fields = new_fields(line, Creation::Api)?;
                 insert(store, caller, id, &fields, stamps).await
             },
-            |id, line| update(store, caller, id, line),
+            |id, line| async move {
+                match update(store, caller, id, line).await {
+                    // An erased contact takes no data again.
+                    Err(e) if e.status == http::StatusCode::GONE => Ok(()),
+                    done => done.map(drop),
+                }
+            },
         )
         .await
     }

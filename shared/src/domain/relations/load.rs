@@ -6,7 +6,6 @@ use validator::Validate;
 
 use super::{LastSession, Organization, index_item, save, stage_last_session};
 use crate::auth::Caller;
-use crate::domain::contacts::Contact;
 use crate::error::ApiResult;
 use crate::ids::ContactId;
 use crate::keys;
@@ -103,8 +102,8 @@ impl Loadable for LinkLine {
     async fn load(self, store: &dyn Store, caller: &Caller) -> ApiResult<()> {
         let (ws, l) = (caller.workspace_id, self);
 
-        let mut contact: Contact =
-            record::find(store, &keys::contact(ws, l.contact_id), true, "contact").await?;
+        // A contact merged since: the link is its survivor's.
+        let mut contact = crate::domain::contacts::read(store, ws, l.contact_id, true).await?;
         record::find::<Organization>(
             store,
             &keys::organization(ws, l.organization_id),
@@ -125,14 +124,14 @@ impl Loadable for LinkLine {
         contact.version += 1;
         let mut m = Mutation::new(caller);
         m.replace(&contact, before.version)?.put_item(index_item(
-            keys::organization_contact(ws, l.organization_id, ContactId(l.contact_id)),
-            l.contact_id,
+            keys::organization_contact(ws, l.organization_id, ContactId(contact.id)),
+            contact.id,
         ));
         m.commit(
             store,
             "contactOrganization.load",
             "contact",
-            &l.contact_id.to_string(),
+            &contact.id.to_string(),
         )
         .await?;
         Ok(())
@@ -146,11 +145,11 @@ impl Loadable for ConversationLine {
     async fn load(self, store: &dyn Store, caller: &Caller) -> ApiResult<()> {
         let (ws, l) = (caller.workspace_id, self);
 
-        record::find::<Contact>(store, &keys::contact(ws, l.contact_id), true, "contact").await?;
+        // A contact merged since: the conversation is its survivor's.
+        let contact = crate::domain::contacts::read(store, ws, l.contact_id, true).await?;
         let mut m = Mutation::new(caller);
         let changed =
-            stage_last_session(store, &mut m, ws, l.id, l.contact_id, l.last_session, false)
-                .await?;
+            stage_last_session(store, &mut m, ws, l.id, contact.id, l.last_session, false).await?;
         if !changed {
             return Ok(());
         }

@@ -1,6 +1,7 @@
 //! Where a person's data is: every record and copy an erasure scrubs and an
 //! export gathers, found from the contact through the indexes its records
-//! are written with (no table scan).
+//! are written with (no table scan), and the values that are theirs, taken
+//! from the contact and from its history (earlier names, e-mails, phones).
 
 use serde_json::Value;
 
@@ -12,18 +13,23 @@ use crate::page::read_up_to;
 use crate::record::StoredEvent;
 use crate::store::{Index, Item, Query, SK, SkRange, Store};
 
-/// The records of one person, by id.
+/// The records of one person, by id, and their events.
 pub(super) struct Footprint {
     pub workspace: WorkspaceId,
     /// The contact's id and the ids merged into it.
     pub contact_ids: Vec<u64>,
-    /// The phone and the phones merged into it.
+    /// Every phone the person had here (canonical), and every e-mail.
     pub phones: Vec<String>,
+    pub emails: Vec<String>,
     pub deals: Vec<u64>,
     pub conversations: Vec<u64>,
     pub sessions: Vec<String>,
-    /// Welcome messages sent to its phones.
+    /// Welcome messages sent to their phones.
     pub welcome_messages: Vec<String>,
+    /// The events of all of the above, each once.
+    pub events: Vec<StoredEvent>,
+    /// The person's own words, for the copies.
+    pub secrets: Secrets,
 }
 
 /// Every item of a partition (or of an index partition).
@@ -35,157 +41,220 @@ fn sk_of(item: &Item) -> Option<&str> {
     item.get(SK).and_then(Value::as_str)
 }
 
+fn push_new<T: PartialEq>(list: &mut Vec<T>, value: T) {
+    if !list.contains(&value) {
+        list.push(value);
+    }
+}
+
+/// The members of a contact (as the API shows it) that hold personal data.
+const PERSONAL: [&str; 11] = [
+    "name",
+    "email",
+    "phone",
+    "externalId",
+    "notes",
+    "location",
+    "avatar",
+    "socialAId",
+    "socialBId",
+    "socialCId",
+    "_id",
+];
+
 impl Footprint {
     pub async fn of(store: &dyn Store, contact: &Contact) -> ApiResult<Self> {
         let ws = contact.workspace_id;
-        let mut contact_ids = vec![contact.id];
-        contact_ids.extend(&contact.merged_ids);
-        let phones: Vec<String> = contact
-            .fields
-            .phone
-            .iter()
-            .chain(&contact.alias_phones)
-            .cloned()
-            .collect();
-        let deal_index = keys::deals_by(ws, "CONTACT", &contact.id.to_string());
-        let deals = all(store, Index::TABLE, deal_index, SkRange::All)
-            .await?
-            .iter()
-            .filter_map(|i| keys::trailing_id(sk_of(i)?))
-            .collect();
-        let mut conversations = Vec::new();
-        for id in &contact_ids {
-            let theirs = keys::contact_conversations(ws, *id);
-            for item in all(store, keys::GSI1, theirs, SkRange::All).await? {
-                conversations.extend(sk_of(&item).and_then(keys::trailing_id));
+        let mut found = Self {
+            workspace: ws,
+            contact_ids: vec![contact.id],
+            phones: Vec::new(),
+            emails: Vec::new(),
+            deals: Vec::new(),
+            conversations: Vec::new(),
+            sessions: Vec::new(),
+            welcome_messages: Vec::new(),
+            events: Vec::new(),
+            secrets: Secrets::default(),
+        };
+        for id in &contact.merged_ids {
+            push_new(&mut found.contact_ids, *id);
+        }
+        // What the person is and was: the contact, and each contact event's
+        // values before and after.
+        let mut values: Vec<(String, String)> = Vec::new();
+        let contact_view =
+            serde_json::to_value(super::super::view::ContactV3::from(contact.clone()))
+                .unwrap_or_default();
+        collect(&contact_view, &mut values);
+        for phone in &contact.alias_phones {
+            values.push(("phone".into(), phone.clone()));
+        }
+        for id in found.contact_ids.clone() {
+            found.add_history(store, "contact", &id.to_string()).await?;
+        }
+        for event in &found.events {
+            collect(&event.event.data.object, &mut values);
+            if let Some(previous) = &event.event.data.previous {
+                collect(&Value::Object(previous.clone()), &mut values);
             }
         }
-        let mut sessions = Vec::new();
-        let partitions = conversations
+        for (member, value) in &values {
+            match member.as_str() {
+                "phone" => push_new(&mut found.phones, value.clone()),
+                "email" => push_new(&mut found.emails, value.to_lowercase()),
+                _ => {}
+            }
+        }
+        found.secrets = Secrets::of(&values);
+
+        for id in found.contact_ids.clone() {
+            let deal_index = keys::deals_by(ws, "CONTACT", &id.to_string());
+            for item in all(store, Index::TABLE, deal_index, SkRange::All).await? {
+                if let Some(deal) = sk_of(&item).and_then(keys::trailing_id) {
+                    push_new(&mut found.deals, deal);
+                }
+            }
+            let theirs = keys::contact_conversations(ws, id);
+            for item in all(store, keys::GSI1, theirs, SkRange::All).await? {
+                if let Some(conversation) = sk_of(&item).and_then(keys::trailing_id) {
+                    push_new(&mut found.conversations, conversation);
+                }
+            }
+        }
+        let partitions: Vec<String> = found
+            .conversations
             .iter()
             .map(|c| keys::sessions_by(ws, "CONVERSATION", &c.to_string()))
-            .chain(phones.iter().map(|p| keys::sessions_by(ws, "PHONE", p)));
+            .chain(
+                found
+                    .phones
+                    .iter()
+                    .map(|p| keys::sessions_by(ws, "PHONE", p)),
+            )
+            .collect();
         for partition in partitions {
             for item in all(store, Index::TABLE, partition, SkRange::All).await? {
-                let id = sk_of(&item)
-                    .and_then(|sk| sk.split_once('#'))
-                    .map(|(_, id)| id);
-                if let Some(id) = id
-                    && !sessions.iter().any(|s| s == id)
-                {
-                    sessions.push(id.to_owned());
+                if let Some((_, id)) = sk_of(&item).and_then(|sk| sk.split_once('#')) {
+                    push_new(&mut found.sessions, id.to_owned());
                 }
             }
         }
         // The outbox has no index by phone; it is read whole (an erasure is rare).
-        let welcome_messages = all(
+        for message in all(
             store,
             Index::TABLE,
             keys::welcome_messages(ws),
             SkRange::All,
         )
         .await?
-        .iter()
-        .filter(|m| {
-            m.get("phone")
-                .and_then(Value::as_str)
-                .is_some_and(|p| phones.iter().any(|mine| mine == p))
-        })
-        .filter_map(|m| sk_of(m).map(str::to_owned))
-        .collect();
-        Ok(Self {
-            workspace: ws,
-            contact_ids,
-            phones,
-            deals,
-            conversations,
-            sessions,
-            welcome_messages,
-        })
-    }
-
-    /// The records whose events tell of the person: `(resource, id)`.
-    pub fn histories(&self) -> Vec<(&'static str, String)> {
-        let ids = |resource, ids: &mut dyn Iterator<Item = String>| {
-            ids.map(|id| (resource, id)).collect::<Vec<_>>()
-        };
-        let mut out = ids("contact", &mut self.contact_ids.iter().map(u64::to_string));
-        out.extend(ids("deal", &mut self.deals.iter().map(u64::to_string)));
-        out.extend(ids("session", &mut self.sessions.iter().cloned()));
-        out.extend(ids(
-            "conversation",
-            &mut self.conversations.iter().map(u64::to_string),
-        ));
-        out.extend(ids(
-            "welcomeMessage",
-            &mut self.welcome_messages.iter().cloned(),
-        ));
-        out
-    }
-
-    /// The events of those records, oldest first per record.
-    pub async fn events(&self, store: &dyn Store) -> ApiResult<Vec<StoredEvent>> {
-        let ws = self.workspace;
-        let mut events = Vec::new();
-        for (resource, id) in self.histories() {
-            let partition = keys::history(ws, resource, &id);
-            for item in all(store, keys::GSI1, partition, SkRange::All).await? {
-                events.push(crate::record::from_item(item)?);
+        {
+            let phone = message.get("phone").and_then(Value::as_str);
+            if phone.is_some_and(|p| found.phones.iter().any(|mine| mine == p))
+                && let Some(id) = sk_of(&message)
+            {
+                push_new(&mut found.welcome_messages, id.to_owned());
             }
         }
-        Ok(events)
+        let others: Vec<(&str, String)> = found
+            .deals
+            .iter()
+            .map(|d| ("deal", d.to_string()))
+            .chain(found.sessions.iter().map(|s| ("session", s.clone())))
+            .chain(
+                found
+                    .conversations
+                    .iter()
+                    .map(|c| ("conversation", c.to_string())),
+            )
+            .chain(
+                found
+                    .welcome_messages
+                    .iter()
+                    .map(|m| ("welcomeMessage", m.clone())),
+            )
+            .collect();
+        for (resource, id) in others {
+            found.add_history(store, resource, &id).await?;
+        }
+        Ok(found)
+    }
+
+    /// Adds the events of one record (each event once).
+    async fn add_history(&mut self, store: &dyn Store, resource: &str, id: &str) -> ApiResult<()> {
+        let partition = keys::history(self.workspace, resource, id);
+        for item in all(store, keys::GSI1, partition, SkRange::All).await? {
+            let event: StoredEvent = crate::record::from_item(item)?;
+            if !self
+                .events
+                .iter()
+                .any(|e| e.event.cursor == event.event.cursor)
+            {
+                self.events.push(event);
+            }
+        }
+        Ok(())
     }
 }
 
-/// The person's own words: a string of a copy that holds one of them is theirs.
-pub(super) struct Secrets(Vec<String>);
+/// The personal members of a contact view (or an event's earlier values).
+fn collect(view: &Value, into: &mut Vec<(String, String)>) {
+    let Some(object) = view.as_object() else {
+        return;
+    };
+    for member in PERSONAL {
+        if let Some(value) = object.get(member).and_then(Value::as_str)
+            && !value.trim().is_empty()
+        {
+            into.push((member.to_owned(), value.trim().to_owned()));
+        }
+    }
+}
+
+/// The person's own values. A string of a copy is theirs when it holds a
+/// name (or a word of it, 4 letters or more), an e-mail or a phone, or when
+/// it is one of their other values whole (an `externalId` such as `2025`
+/// must not blank every date).
+#[derive(Default)]
+pub(super) struct Secrets {
+    within: Vec<String>,
+    whole: Vec<String>,
+}
 
 impl Secrets {
-    pub fn of(contact: &Contact, phones: &[String]) -> Self {
-        let f = &contact.fields;
-        let mut words: Vec<String> = [
-            &f.name,
-            &f.email,
-            &f.external_id,
-            &f.notes,
-            &f.location,
-            &f.avatar,
-            &f.social_a_id,
-            &f.social_b_id,
-            &f.social_c_id,
-            &f.legacy_id,
-        ]
-        .into_iter()
-        .flatten()
-        .chain(phones)
-        // Each word of the name too: a message that greets them by it.
-        .chain(
-            f.name
-                .iter()
-                .flat_map(|n| n.split_whitespace().map(str::to_owned))
-                .collect::<Vec<_>>()
-                .iter(),
-        )
-        .map(|w| w.trim().to_lowercase())
-        // Too short to be theirs alone.
-        .filter(|w| w.chars().count() >= 3)
-        .collect();
-        words.sort();
-        words.dedup();
-        Self(words)
+    fn of(values: &[(String, String)]) -> Self {
+        let mut secrets = Self::default();
+        for (member, value) in values {
+            let value = value.to_lowercase();
+            match member.as_str() {
+                "email" | "phone" => push_new(&mut secrets.within, value),
+                "name" => {
+                    for word in value.split_whitespace() {
+                        if word.chars().count() >= 4 && word.chars().all(char::is_alphabetic) {
+                            push_new(&mut secrets.within, word.to_owned());
+                        }
+                    }
+                    push_new(&mut secrets.whole, value);
+                }
+                _ if value.chars().count() >= 3 => push_new(&mut secrets.whole, value),
+                _ => {}
+            }
+        }
+        secrets
     }
 
-    /// Blanks (to `null`) every string in `value` that holds a secret; says
+    fn theirs(&self, text: &str) -> bool {
+        let lower = text.trim().to_lowercase();
+        self.whole.contains(&lower) || self.within.iter().any(|w| lower.contains(w.as_str()))
+    }
+
+    /// Blanks (to `null`) every string in `value` that is theirs; says
     /// whether it changed anything.
     pub fn blank(&self, value: &mut Value) -> bool {
         match value {
-            Value::String(s) => {
-                let lower = s.to_lowercase();
-                let theirs = self.0.iter().any(|w| lower.contains(w.as_str()));
-                if theirs {
-                    *value = Value::Null;
-                }
-                theirs
+            Value::String(s) if self.theirs(s) => {
+                *value = Value::Null;
+                true
             }
             Value::Array(items) => items.iter_mut().fold(false, |c, v| self.blank(v) | c),
             Value::Object(map) => map.values_mut().fold(false, |c, v| self.blank(v) | c),
@@ -193,9 +262,13 @@ impl Secrets {
         }
     }
 
-    /// Whether `text` holds a secret.
-    pub fn found_in(&self, text: &str) -> bool {
-        let lower = text.to_lowercase();
-        self.0.iter().any(|w| lower.contains(w.as_str()))
+    /// Whether `value` holds a string that is theirs.
+    pub fn held_in(&self, value: &Value) -> bool {
+        match value {
+            Value::String(s) => self.theirs(s),
+            Value::Array(items) => items.iter().any(|v| self.held_in(v)),
+            Value::Object(map) => map.values().any(|v| self.held_in(v)),
+            _ => false,
+        }
     }
 }

@@ -26,16 +26,19 @@ use crate::domain::relations::{Organization, OrganizationView};
 use crate::domain::sessions::{self, Session};
 use crate::domain::webhooks::endpoints;
 use crate::domain::welcome::WelcomeMessage;
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
+use crate::idempotency::{IdempotencyRecord, State as IdempotencyState};
 use crate::ids::{self, Timestamp};
 use crate::keys;
 use crate::page::read_up_to;
 use crate::record::{Event, Mutation, find_many, retrying, to_item};
-use crate::store::{Index, Key, MAX_BATCH_GET, Query, SkRange, Store, Write};
-use footprint::{Footprint, Secrets};
+use crate::store::{
+    Condition, Index, Item, Key, MAX_BATCH_GET, Query, SK, SkRange, Store, StoreError, Write,
+};
+use footprint::Footprint;
 
-/// Writes of copies made together (each an item of its own, no condition).
-const WRITES: usize = 25;
+/// Deletes made together (each an item of its own, no condition).
+const DELETES: usize = 25;
 
 /// Erases the person of contact `id` (a merged id: its survivor's); the
 /// tombstone. An erased contact is erased already: the same answer.
@@ -45,23 +48,40 @@ pub async fn erase(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<Con
     if contact.erased.is_some() {
         return Ok(contact);
     }
+    if store
+        .get(&keys::contact_merging(ws, contact.id), true)
+        .await?
+        .is_some()
+    {
+        return Err(ApiError::conflict(
+            "this contact is being merged; erase the contact it is merged into once the merge is done",
+        ));
+    }
     let found = Footprint::of(store, &contact).await?;
-    let secrets = Secrets::of(&contact, &found.phones);
+    // The copies first (events, then what finds them last), so that an
+    // erasure stopped on the way finds everything again when asked again.
+    scrub_events(store, &found).await?;
+    scrub_deliveries(store, &found).await?;
+    let mut deletes = Vec::new();
+    for message in &found.welcome_messages {
+        deletes.push(keys::welcome_message(ws, message));
+    }
+    forget_keys(store, &contact, &found, &mut deletes).await?;
+    for chunk in deletes.chunks(DELETES) {
+        let writes = chunk
+            .iter()
+            .map(|key| Write::Delete {
+                key: key.clone(),
+                condition: None,
+            })
+            .collect();
+        store.write(writes).await?;
+    }
     for &deal in &found.deals {
         retrying(|| deals::erase_contact(store, caller, deal)).await?;
     }
     for session in &found.sessions {
         retrying(|| sessions::erase_phone(store, caller, session)).await?;
-    }
-    let mut writes = Vec::new();
-    let cursors = scrub_events(store, &found, &secrets, &mut writes).await?;
-    scrub_deliveries(store, ws, &cursors, &mut writes).await?;
-    for message in &found.welcome_messages {
-        writes.push(remove(keys::welcome_message(ws, message)));
-    }
-    forget_keys(store, &contact, &found, &secrets, &mut writes).await?;
-    for chunk in writes.chunks(WRITES) {
-        store.write(chunk.to_vec()).await?;
     }
 
     // Last, the contact: its tombstone, and its phone and index items gone.
@@ -88,59 +108,57 @@ pub async fn erase(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<Con
     Ok(tombstone)
 }
 
-fn remove(key: Key) -> Write {
-    Write::Delete {
-        key,
-        condition: None,
+/// Writes `item` over the stored one, if it is still there (an event may
+/// expire, a delivery may be cleaned up meanwhile: not written again).
+async fn put_over(store: &dyn Store, item: Item) -> ApiResult<()> {
+    let write = Write::Put {
+        item,
+        condition: Some(Condition::Exists),
+    };
+    match store.write(vec![write]).await {
+        Err(StoreError::ConditionFailed { .. }) => Ok(()),
+        done => Ok(done?),
     }
 }
 
 /// Every event of the person's records, scrubbed: a contact's event keeps
-/// only the contact's id; another's loses every string that holds the
-/// person's. Answers the cursors of the events it changed.
-async fn scrub_events(
-    store: &dyn Store,
-    found: &Footprint,
-    secrets: &Secrets,
-    writes: &mut Vec<Write>,
-) -> ApiResult<Vec<String>> {
-    let mut cursors = Vec::new();
-    for mut stored in found.events(store).await? {
+/// only the contact's id; another's loses every string that is theirs.
+async fn scrub_events(store: &dyn Store, found: &Footprint) -> ApiResult<()> {
+    for stored in &found.events {
+        let mut stored = stored.clone();
         let data = &mut stored.event.data;
         let changed = if stored.event.resource == "contact" {
             let mut object = Map::new();
             object.insert("id".into(), stored.event.resource_id.clone().into());
+            let changed = data.object != Value::Object(object.clone()) || data.previous.is_some();
             data.object = Value::Object(object);
             data.previous = None;
-            true
+            changed
         } else {
-            let mut changed = secrets.blank(&mut data.object);
+            let mut changed = found.secrets.blank(&mut data.object);
             if let Some(previous) = &mut data.previous {
                 for value in previous.values_mut() {
-                    changed |= secrets.blank(value);
+                    changed |= found.secrets.blank(value);
                 }
             }
             changed
         };
         if changed {
-            cursors.push(stored.event.cursor.clone());
-            writes.push(Write::Put {
-                item: to_item(&stored)?,
-                condition: None,
-            });
+            put_over(store, to_item(&stored)?).await?;
         }
     }
-    Ok(cursors)
+    Ok(())
 }
 
-/// The webhook deliveries of the scrubbed events: the answers their
+/// The webhook deliveries of the person's events: the answers their
 /// receivers gave (which may echo the body) are dropped.
-async fn scrub_deliveries(
-    store: &dyn Store,
-    ws: crate::ids::WorkspaceId,
-    cursors: &[String],
-    writes: &mut Vec<Write>,
-) -> ApiResult<()> {
+async fn scrub_deliveries(store: &dyn Store, found: &Footprint) -> ApiResult<()> {
+    let ws = found.workspace;
+    let cursors: Vec<&str> = found
+        .events
+        .iter()
+        .map(|e| e.event.cursor.as_str())
+        .collect();
     for webhook in endpoints::of_workspace(store, ws).await? {
         for chunk in cursors.chunks(MAX_BATCH_GET) {
             let wanted: Vec<Key> = chunk
@@ -155,10 +173,7 @@ async fn scrub_deliveries(
                     }
                 }
                 if changed {
-                    writes.push(Write::Put {
-                        item,
-                        condition: None,
-                    });
+                    put_over(store, item).await?;
                 }
             }
         }
@@ -168,65 +183,94 @@ async fn scrub_deliveries(
 
 /// Items keyed by the person's phone or e-mail, and stored answers that
 /// hold their data: the phones merged into the contact (its own phone goes
-/// with the tombstone), the e-mail's holder and mark when nobody else holds
-/// it, recent welcome-message sentinels, and idempotency records (kept 24
-/// hours) whose answer holds the person.
+/// with the tombstone), each e-mail's holder and mark when nobody else holds
+/// it, recent welcome-message sentinels, and the idempotency records (kept
+/// 24 hours) of their contact or whose answer holds them.
 async fn forget_keys(
     store: &dyn Store,
     contact: &Contact,
     found: &Footprint,
-    secrets: &Secrets,
-    writes: &mut Vec<Write>,
+    deletes: &mut Vec<Key>,
 ) -> ApiResult<()> {
     let ws = contact.workspace_id;
     let owners: Vec<String> = found.contact_ids.iter().map(u64::to_string).collect();
-    for phone in &contact.alias_phones {
-        let key = keys::contact_phone(ws, phone);
-        let owner = store.get(&key, true).await?;
-        if owner
-            .as_ref()
-            .and_then(|s| s.get("owner")?.as_str())
-            .is_some_and(|o| owners.iter().any(|mine| mine == o))
-        {
-            writes.push(remove(key));
-        }
-    }
     for phone in &found.phones {
+        let key = keys::contact_phone(ws, phone);
+        let sentinel = store.get(&key, true).await?;
+        let owner = sentinel.as_ref().and_then(|s| s.get("owner")?.as_str());
+        // Its own phone goes with the tombstone, in its transaction.
+        if contact.fields.phone.as_ref() != Some(phone)
+            && owner.is_some_and(|o| owners.iter().any(|mine| mine == o))
+        {
+            deletes.push(key);
+        }
         let sent = Query::new(
             Index::TABLE,
             keys::welcome_sent_of(ws),
             SkRange::Prefix(format!("{phone}#")),
         );
         for item in read_up_to(store, sent, usize::MAX).await? {
-            writes.extend(Key::of(&item).map(remove));
+            deletes.extend(Key::of(&item));
         }
     }
-    if let Some(email) = contact.email_key() {
+    for email in &found.emails {
         let holders = Query {
             keys_only: true,
             ..Query::new(
                 Index::TABLE,
                 keys::contact_emails(ws),
-                SkRange::Prefix(keys::contact_email_prefix(&email)),
+                SkRange::Prefix(keys::contact_email_prefix(email)),
             )
         };
-        let others = read_up_to(store, holders, 2).await?.into_iter().any(|i| {
-            i.get(crate::store::SK)
+        let others = read_up_to(store, holders, 3).await?.into_iter().any(|i| {
+            let holder = i
+                .get(SK)
                 .and_then(Value::as_str)
-                .and_then(keys::trailing_id)
-                != Some(contact.id)
+                .and_then(keys::trailing_id);
+            holder.is_some_and(|h| !found.contact_ids.contains(&h))
         });
         if !others {
-            writes.push(remove(keys::contact_email_held(ws, &email)));
-            writes.push(remove(keys::contact_shared_email(ws, &email)));
+            deletes.push(keys::contact_email_held(ws, email));
+            deletes.push(keys::contact_shared_email(ws, email));
         }
     }
-    let path = format!("/v3/contacts/{}", contact.id);
+    let paths: Vec<String> = found
+        .contact_ids
+        .iter()
+        .flat_map(|id| [format!("/v3/contacts/{id}"), format!("/v1/contacts/{id}")])
+        .collect();
+    let names_them = |path: &str| {
+        let path = path.split('?').next().unwrap_or(path);
+        paths.iter().any(|p| {
+            path == p
+                || path
+                    .strip_prefix(p.as_str())
+                    .is_some_and(|r| r.starts_with('/'))
+        })
+    };
     let records = Query::new(Index::TABLE, keys::idempotency_records(ws), SkRange::All);
     for item in read_up_to(store, records, usize::MAX).await? {
-        let text = serde_json::to_string(&item).unwrap_or_default();
-        if secrets.found_in(&text) || text.contains(&path) {
-            writes.extend(Key::of(&item).map(remove));
+        let Ok(record) = serde_json::from_value::<IdempotencyRecord>(Value::Object(item.clone()))
+        else {
+            continue;
+        };
+        // A request still running keeps its claim (this erasure's own among them).
+        if record.state == IdempotencyState::Running {
+            continue;
+        }
+        let route = record.route.split_once(' ').map_or("", |(_, path)| path);
+        let answer: Option<Value> = record
+            .body
+            .as_deref()
+            .and_then(|b| serde_json::from_str(b).ok());
+        if names_them(route)
+            || record
+                .read_back
+                .as_ref()
+                .is_some_and(|r| names_them(&r.path))
+            || answer.is_some_and(|a| found.secrets.held_in(&a))
+        {
+            deletes.extend(Key::of(&item));
         }
     }
     Ok(())
@@ -283,12 +327,7 @@ pub async fn export(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<Co
         deals: deals.into_iter().map(Into::into).collect(),
         sessions: find_many(store, &session_keys).await?,
         welcome_messages: find_many(store, &message_keys).await?,
-        events: found
-            .events(store)
-            .await?
-            .into_iter()
-            .map(|e| e.event)
-            .collect(),
+        events: found.events.into_iter().map(|e| e.event).collect(),
         contact: contact.into(),
     })
 }

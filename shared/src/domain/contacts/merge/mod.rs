@@ -56,6 +56,9 @@ pub struct MergeRequest {
 pub enum MergeStatus {
     Running,
     Done,
+    /// Stopped: the contact merged into was erased, or merged into one of
+    /// the contacts merged (`error` says which); what moved stays moved.
+    Failed,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -69,6 +72,8 @@ pub struct MergeJob {
     /// Records moved (deals, sessions, conversations, contacts); a step that
     /// two runs made at once counts once per run.
     pub moved: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     #[serde(flatten)]
     pub stamps: Stamps,
     pub version: u64,
@@ -95,6 +100,9 @@ pub struct MergeView {
     /// The contacts merged: their ids now answer the survivor.
     pub merged_ids: Vec<String>,
     pub moved: u32,
+    /// Why a `failed` merge stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     #[serde(flatten)]
     pub stamps: Stamps,
 }
@@ -107,6 +115,7 @@ impl From<MergeJob> for MergeView {
             survivor_id: j.survivor_id.to_string(),
             merged_ids: j.merged_ids.iter().map(u64::to_string).collect(),
             moved: j.moved,
+            error: j.error,
             stamps: j.stamps,
         }
     }
@@ -126,6 +135,16 @@ pub async fn start(
         record::find::<Contact>(store, &keys::contact(ws, survivor_id), true, "contact").await?;
     if survivor.erased.is_some() {
         return Err(erased());
+    }
+    if store
+        .get(&keys::contact_merging(ws, survivor.id), true)
+        .await?
+        .is_some()
+    {
+        return Err(ApiError::conflict(format!(
+            "contact {} is being merged into another; merge into that one",
+            survivor.id
+        )));
     }
     let mut merged_ids = Vec::with_capacity(request.ids.len());
     for (i, RecordId(id)) in request.ids.iter().enumerate() {
@@ -151,11 +170,23 @@ pub async fn start(
         merged_ids,
         status: MergeStatus::Running,
         moved: 0,
+        error: None,
         stamps: Stamps::new(),
         version: 1,
     };
     let mut m = Mutation::new(caller);
     m.create(&job)?;
+    // A contact is merged by one job at a time: two merges of one contact
+    // into two survivors would split its records.
+    for id in &job.merged_ids {
+        m.claim(
+            keys::contact_merging(ws, *id),
+            &job.id,
+            ApiError::conflict(format!(
+                "contact {id} is being merged already; read it again once that merge is done"
+            )),
+        );
+    }
     m.commit(store, "contactMerge.create", "contactMerge", &job.id)
         .await?;
     let message = JobMessage::new(KIND, ws, job.id.clone());
@@ -203,19 +234,43 @@ async fn run(
     mut job: MergeJob,
     budget: Option<u32>,
 ) -> ApiResult<MergeJob> {
-    if job.status == MergeStatus::Done {
+    if job.status != MergeStatus::Running {
         return Ok(job);
     }
+    let ws = caller.workspace_id;
     let mut moved = 0;
     let mut finished = true;
     'merged: for &merged_id in &job.merged_ids {
         loop {
-            let ws = caller.workspace_id;
-            let left = left_to_move(store, ws, merged_id).await?;
+            let left = left_to_move(store, ws, merged_id, true).await?;
             if left.contact.is_none() {
                 continue 'merged; // merged in an earlier run
             }
+            // The survivor as it is now (merged since into another: that one).
             let survivor = read(store, ws, job.survivor_id, true).await?;
+            let stop = if survivor.erased.is_some() {
+                Some(format!("contact {} was erased", survivor.id))
+            } else if job.merged_ids.contains(&survivor.id) {
+                Some(format!(
+                    "contact {} was merged into contact {merged_id} meanwhile",
+                    job.survivor_id
+                ))
+            } else {
+                None
+            };
+            if let Some(error) = stop {
+                tracing::warn!(job = %job.id, %error, "a merge stopped");
+                record_run(
+                    store,
+                    caller,
+                    &mut job,
+                    moved,
+                    MergeStatus::Failed,
+                    Some(error),
+                )
+                .await?;
+                return Ok(job);
+            }
             for step in &left.steps {
                 if budget.is_some_and(|b| moved >= b) {
                     finished = false;
@@ -227,36 +282,55 @@ async fn run(
             if left.complete {
                 retrying(|| absorb(store, caller, merged_id, job.survivor_id)).await?;
                 moved += 1;
+                // What named the merged contact while it was absorbed (its id
+                // answers the survivor from now on).
+                let late = left_to_move(store, ws, merged_id, false).await?;
+                for step in &late.steps {
+                    retrying(|| step.apply(store, caller, &survivor)).await?;
+                    moved += 1;
+                }
                 continue 'merged;
             }
         }
     }
-    record_run(store, caller, &mut job, moved, finished).await?;
+    let status = if finished {
+        MergeStatus::Done
+    } else {
+        MergeStatus::Running
+    };
+    record_run(store, caller, &mut job, moved, status, None).await?;
     Ok(job)
 }
 
-/// Adds this run's moves to the job, and marks it done when it finished.
+/// Adds this run's moves to the job, and what became of it: still
+/// `running`, `done`, or `failed` with its error (its claims then released:
+/// the contacts it had not merged yet are free to be merged again).
 async fn record_run(
     store: &dyn Store,
     caller: &Caller,
     job: &mut MergeJob,
     moved: u32,
-    finished: bool,
+    status: MergeStatus,
+    error: Option<String>,
 ) -> ApiResult<()> {
+    let ws = caller.workspace_id;
     loop {
-        let key = job.key();
-        let Some(current) = record::get::<MergeJob>(store, &key, true).await? else {
+        let Some(current) = record::get::<MergeJob>(store, &job.key(), true).await? else {
             return Err(ApiError::not_found("merge"));
         };
         let mut next = current.clone();
         next.moved += moved;
-        if finished {
-            next.status = MergeStatus::Done;
-        }
+        next.status = status;
+        next.error.clone_from(&error);
         let mut m = Mutation::new(caller);
         if !m.update(&current, &mut next)? {
             *job = current;
             return Ok(());
+        }
+        if status == MergeStatus::Failed {
+            for id in &next.merged_ids {
+                m.remove(keys::contact_merging(ws, *id));
+            }
         }
         match m
             .commit(store, "contactMerge.run", "contactMerge", &job.id)

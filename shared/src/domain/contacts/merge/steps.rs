@@ -9,7 +9,7 @@ use super::super::record::Contact;
 use super::super::write::{MERGED_INTO, read, stage_update};
 use crate::auth::Caller;
 use crate::domain::{deals, relations, sessions};
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::ids::{ContactId, WorkspaceId};
 use crate::keys;
 use crate::page::read_up_to;
@@ -45,6 +45,8 @@ impl Step {
 
 /// What is left of a merged contact: itself (none when merged already) and
 /// a page of the records still naming it; `complete` when the page is all.
+/// Without `require_contact`, the records are listed even when the contact
+/// is gone (what named it while it was absorbed).
 pub(super) struct Left {
     pub contact: Option<Contact>,
     pub steps: Vec<Step>,
@@ -55,9 +57,10 @@ pub(super) async fn left_to_move(
     store: &dyn Store,
     ws: WorkspaceId,
     merged_id: u64,
+    require_contact: bool,
 ) -> ApiResult<Left> {
     let contact = record::get::<Contact>(store, &keys::contact(ws, merged_id), true).await?;
-    if contact.is_none() {
+    if require_contact && contact.is_none() {
         return Ok(Left {
             contact,
             steps: Vec::new(),
@@ -128,6 +131,12 @@ pub(super) async fn absorb(
         return Ok(());
     };
     let survivor = read(store, ws, survivor_id, true).await?;
+    if survivor.erased.is_some() || survivor.id == merged.id {
+        // `run` stops the job on its next look.
+        return Err(ApiError::conflict(
+            "the contact merged into changed; the merge stops",
+        ));
+    }
     let mut next = survivor.clone();
     fill(&mut next, &merged);
     let mut m = Mutation::new(caller);
@@ -139,9 +148,9 @@ pub(super) async fn absorb(
     for key in merged.index_item_keys() {
         m.remove(key);
     }
-    // Its phone stays an identity, of the survivor: find-or-create and
-    // upsert by it answer the survivor.
-    if let Some(phone) = &merged.fields.phone {
+    // Its phones stay identities, of the survivor: find-or-create and
+    // upsert by them answer the survivor.
+    for phone in merged.fields.phone.iter().chain(&merged.alias_phones) {
         let mut sentinel = Item::new();
         let key = keys::contact_phone(ws, phone);
         sentinel.insert(PK.into(), key.pk.into());
@@ -169,6 +178,7 @@ pub(super) async fn absorb(
     pointer.insert(TYPE.into(), "MergedContact".into());
     pointer.insert(MERGED_INTO.into(), survivor.id.into());
     m.put_item(pointer);
+    m.remove(keys::contact_merging(ws, merged.id));
     m.commit(store, "contact.merge", "contact", &merged.id.to_string())
         .await?;
     Ok(())
