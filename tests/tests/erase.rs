@@ -192,3 +192,36 @@ api_test! {
         app.as_token(&eraser).post(&path, json!({})).await.expect(200);
     }
 }
+
+api_test! {
+    /// A person with more records than a request scrubs is erased in the
+    /// background: 202 with the contact's `Location`, then its tombstone,
+    /// and no trace of them.
+    async fn a_large_erasure_runs_in_the_background(app) {
+        let contact = id(&app.post("/v3/contacts", json!({ "name": NAME, "phone": PHONE })).await.expect(201));
+        // Each deal is two records: itself and its event.
+        let deals = shared::domain::contacts::INLINE_RECORDS / 2 + 1;
+        let operations: Vec<Value> = (0..deals)
+            .map(|i| json!({ "op": "create", "data": {
+                "name": format!("Deal {i}"), "value": 10, "status": "open", "contactId": contact.parse::<u64>().unwrap(),
+                "operatorId": 7, "groupId": 1, "pipelineId": "sales", "stageId": "lead", "origin": "site", "tagIds": [],
+            }}))
+            .collect();
+        for chunk in operations.chunks(100) {
+            app.post("/v3/deals/batch", json!({ "operations": chunk })).await.expect(200);
+        }
+        let r = app.post(&format!("/v3/contacts/{contact}/erase"), json!({})).await;
+        assert_eq!(r.headers["location"], format!("/v3/contacts/{contact}").as_str());
+        assert_eq!(r.expect(202)["name"], NAME, "the contact as it is still");
+        let mut erased = Value::Null;
+        for _ in 0..600 {
+            erased = app.get(&format!("/v3/contacts/{contact}")).await.expect(200);
+            if erased.get("erased").is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(erased["erased"]["by"].is_string(), "erased in the background: {erased}");
+        assert_eq!(traces(&app).await, Vec::<String>::new());
+    }
+}

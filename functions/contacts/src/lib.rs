@@ -204,11 +204,20 @@ async fn merge_status(
     ))
 }
 
-/// The tombstone; an erased contact answers it again.
-async fn erase(State(s): State<AppState>, caller: Caller, PathId(id): PathId) -> Reply<ContactV3> {
-    Ok(Json(
-        contacts::erase(s.store.as_ref(), &caller, id).await?.into(),
-    ))
+/// 200 with the tombstone (again for an erased contact); 202 for a person
+/// with many records, erased in the background: `GET` it until `erased`.
+async fn erase(
+    State(s): State<AppState>,
+    caller: Caller,
+    PathId(id): PathId,
+) -> Result<Progress<ContactV3>, ApiError> {
+    let (contact, done) =
+        contacts::erasing::request(s.store.as_ref(), s.jobs()?, &caller, id).await?;
+    let running_at = (!done).then(|| format!("/v3/contacts/{}", contact.id));
+    Ok(Progress {
+        body: contact.into(),
+        running_at,
+    })
 }
 
 async fn export(

@@ -45,6 +45,13 @@ pub async fn run(store: &dyn Store, message: &JobMessage) -> ApiResult<Outcome> 
                 ),
             })
         }
+        contacts::erasing::KIND => {
+            let contact = contacts::erasing::process(store, ws, id).await?;
+            Ok(Outcome {
+                kind: contacts::erasing::KIND,
+                summary: format!("contact {} erased", contact.id),
+            })
+        }
         contacts::merging::KIND => {
             let job = contacts::merging::process(store, ws, id).await?;
             Ok(Outcome {

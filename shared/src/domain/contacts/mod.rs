@@ -34,9 +34,13 @@ mod window;
 mod write;
 
 pub use duplicates::{DuplicateBy, DuplicateGroup, duplicates};
-pub use erase::{ContactExport, erase, export};
+pub use erase::{ContactExport, INLINE_RECORDS, erase, export};
 pub use input::{ContactInput, ContactInputV1};
 pub use merge::{INLINE_MOVES, MergeJob, MergeRequest, MergeStatus, MergeView};
+pub mod erasing {
+    //! The job side of an erasure (`crate::domain::jobs`).
+    pub use super::erase::{KIND, process, request};
+}
 pub mod merging {
     //! The job side of a merge (`crate::domain::jobs`).
     pub use super::merge::{KIND, get, process, start};

@@ -180,6 +180,11 @@ impl Footprint {
         Ok(found)
     }
 
+    /// The records an erasure writes.
+    pub fn size(&self) -> usize {
+        self.deals.len() + self.sessions.len() + self.welcome_messages.len() + self.events.len()
+    }
+
     /// Adds the events of one record (each event once).
     async fn add_history(&mut self, store: &dyn Store, resource: &str, id: &str) -> ApiResult<()> {
         let partition = keys::history(self.workspace, resource, id);

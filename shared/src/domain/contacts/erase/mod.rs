@@ -28,9 +28,10 @@ use crate::domain::webhooks::endpoints;
 use crate::domain::welcome::WelcomeMessage;
 use crate::error::{ApiError, ApiResult};
 use crate::idempotency::{IdempotencyRecord, State as IdempotencyState};
-use crate::ids::{self, Timestamp};
+use crate::ids::{self, Timestamp, WorkspaceId};
 use crate::keys;
 use crate::page::read_up_to;
+use crate::queue::{JobMessage, JobQueue};
 use crate::record::{Event, Mutation, find_many, retrying, to_item};
 use crate::store::{
     Condition, Index, Item, Key, MAX_BATCH_GET, Query, SK, SkRange, Store, StoreError, Write,
@@ -40,13 +41,68 @@ use footprint::Footprint;
 /// Deletes made together (each an item of its own, no condition).
 const DELETES: usize = 25;
 
+/// The job of an erasure too large for its request.
+pub const KIND: &str = "contactErase";
+
+/// The records (deals, sessions, messages, events) an erasure scrubs in its
+/// request; a person with more is erased by the job worker.
+pub const INLINE_RECORDS: usize = 200;
+
+/// `POST /v3/contacts/{id}/erase`: the tombstone, and `true`; or, for a
+/// person with more than [`INLINE_RECORDS`] records, the contact as it is
+/// still, and `false`: the job worker erases it (as the token that asked).
+pub async fn request(
+    store: &dyn Store,
+    queue: &dyn JobQueue,
+    caller: &Caller,
+    id: u64,
+) -> ApiResult<(Contact, bool)> {
+    let Some((contact, found)) = prepare(store, caller, id).await? else {
+        return Ok((read(store, caller.workspace_id, id, true).await?, true));
+    };
+    if found.size() <= INLINE_RECORDS {
+        return Ok((erase_found(store, caller, contact, found).await?, true));
+    }
+    let token = caller.token_id().await?;
+    let message = JobMessage::new(KIND, caller.workspace_id, format!("{}:{token}", contact.id));
+    queue.send(&message).await.map_err(|e| {
+        tracing::error!(contact = contact.id, error = %e, "could not queue an erasure");
+        ApiError::unavailable("the erasure could not be queued; retry it")
+    })?;
+    Ok((contact, false))
+}
+
+/// The job worker's run of an erasure message (`<contact id>:<token id>`).
+pub async fn process(store: &dyn Store, ws: WorkspaceId, job_id: &str) -> ApiResult<Contact> {
+    let parsed = job_id
+        .split_once(':')
+        .and_then(|(id, token)| Some((id.parse::<u64>().ok()?, token)));
+    let Some((id, token)) = parsed else {
+        return Err(ApiError::bad_request(format!("{job_id:?} is no erasure")));
+    };
+    // The worker acts as the token that asked: the tombstone names it.
+    erase(store, &Caller::system(ws, token), id).await
+}
+
 /// Erases the person of contact `id` (a merged id: its survivor's); the
 /// tombstone. An erased contact is erased already: the same answer.
 pub async fn erase(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<Contact> {
+    match prepare(store, caller, id).await? {
+        Some((contact, found)) => erase_found(store, caller, contact, found).await,
+        None => read(store, caller.workspace_id, id, true).await,
+    }
+}
+
+/// The contact and its footprint; `None` when it is erased already.
+async fn prepare(
+    store: &dyn Store,
+    caller: &Caller,
+    id: u64,
+) -> ApiResult<Option<(Contact, Footprint)>> {
     let ws = caller.workspace_id;
     let contact = read(store, ws, id, true).await?;
     if contact.erased.is_some() {
-        return Ok(contact);
+        return Ok(None);
     }
     if store
         .get(&keys::contact_merging(ws, contact.id), true)
@@ -58,6 +114,16 @@ pub async fn erase(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<Con
         ));
     }
     let found = Footprint::of(store, &contact).await?;
+    Ok(Some((contact, found)))
+}
+
+async fn erase_found(
+    store: &dyn Store,
+    caller: &Caller,
+    contact: Contact,
+    found: Footprint,
+) -> ApiResult<Contact> {
+    let ws = caller.workspace_id;
     // The copies first (events, then what finds them last), so that an
     // erasure stopped on the way finds everything again when asked again.
     scrub_events(store, &found).await?;
