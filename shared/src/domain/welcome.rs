@@ -68,6 +68,16 @@ impl Record for WelcomeMessage {
     fn key(&self) -> Key {
         keys::welcome_message(self.workspace_id, &self.id)
     }
+    /// By recipient (gsi1): what an erasure of the person finds.
+    fn index_keys(&self) -> Vec<(&'static str, String)> {
+        vec![
+            (
+                keys::GSI1.pk,
+                keys::welcome_messages_to(self.workspace_id, &self.phone),
+            ),
+            (keys::GSI1.sk, self.id.clone()),
+        ]
+    }
 }
 
 /// One message recently sent to one recipient: the first message's id.

@@ -54,6 +54,7 @@
 //! | Import job        | by id                                  | table | `W#<ws>#IMPORT`       | `<ulid>`                |
 //! | Import chunk      | the contacts of a job, until it is done | table | `W#<ws>#IMPORT#<job>` | `CHUNK#<n:4>`           |
 //! | Welcome message   | by id (the outbox)                     | table | `W#<ws>#WELCOME`      | `<ulid>`                |
+//! | Welcome message   | by recipient (an erasure finds them)   | gsi1  | `W#<ws>#WELCOMETO#<e164>` | `<ulid>`            |
 //! | Welcome sent      | the same message within the window     | table | `W#<ws>#WELCOMESENT`  | `<e164>#<content sha256>` |
 //! | Checkout link     | by code                                | table | `W#<ws>#CHECKOUT`     | `<code>`                |
 //! | Checkout code     | the workspace of a code (callback)     | table | `CHECKOUT#<code>`     | `CHECKOUT`              |

@@ -90,6 +90,11 @@ pub fn welcome_messages(ws: WorkspaceId) -> String {
     collection(ws, "WELCOME")
 }
 
+/// gsi1 partition of the messages sent to one phone.
+pub fn welcome_messages_to(ws: WorkspaceId, e164: &str) -> String {
+    collection(ws, &format!("WELCOMETO#{e164}"))
+}
+
 pub fn welcome_sent_of(ws: WorkspaceId) -> String {
     collection(ws, "WELCOMESENT")
 }

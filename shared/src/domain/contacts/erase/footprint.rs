@@ -140,20 +140,12 @@ impl Footprint {
                 }
             }
         }
-        // The outbox has no index by phone; it is read whole (an erasure is rare).
-        for message in all(
-            store,
-            Index::TABLE,
-            keys::welcome_messages(ws),
-            SkRange::All,
-        )
-        .await?
-        {
-            let phone = message.get("phone").and_then(Value::as_str);
-            if phone.is_some_and(|p| found.phones.iter().any(|mine| mine == p))
-                && let Some(id) = sk_of(&message)
-            {
-                push_new(&mut found.welcome_messages, id.to_owned());
+        for phone in &found.phones {
+            let sent = keys::welcome_messages_to(ws, phone);
+            for message in all(store, keys::GSI1, sent, SkRange::All).await? {
+                if let Some(id) = sk_of(&message) {
+                    push_new(&mut found.welcome_messages, id.to_owned());
+                }
             }
         }
         let others: Vec<(&str, String)> = found
