@@ -6,7 +6,7 @@ use super::{CLAIMED_BY, COUNT, Record, Versioned, to_item};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::keys;
-use crate::store::{Condition, Item, Key, PK, SK, Store, StoreError, TYPE, Write};
+use crate::store::{Condition, Item, Key, Store, StoreError, Write};
 use serde_json::Value;
 
 const CHANGED_MEANWHILE: &str =
@@ -192,10 +192,7 @@ impl<'a> Mutation<'a> {
 
     /// Claims a unique value through a sentinel item; `conflict` answers a taken value.
     pub fn claim(&mut self, key: Key, owner: &str, conflict: ApiError) -> &mut Self {
-        let mut item = Item::new();
-        item.insert(PK.into(), key.pk.into());
-        item.insert(SK.into(), key.sk.into());
-        item.insert(TYPE.into(), "Unique".into());
+        let mut item = key.item("Unique");
         item.insert("owner".into(), owner.into());
         // Who claimed it (a token id, or `import:<job>`: a redelivered import
         // knows its own) is filled in at commit, once the token is known.
@@ -227,13 +224,9 @@ impl<'a> Mutation<'a> {
             }
             return self;
         }
-        let mut item = Item::new();
-        item.insert(PK.into(), first.pk.into());
-        item.insert(SK.into(), first.sk.into());
-        item.insert(TYPE.into(), "Held".into());
         self.writes.push((
             Write::Put {
-                item,
+                item: first.item("Held"),
                 condition: Some(Condition::NotExists),
             },
             Some(OnFailure::Shared(shared)),
@@ -364,12 +357,12 @@ impl<'a> Mutation<'a> {
                 }
                 Err(StoreError::ConditionFailed { index }) => {
                     let mut failures = failures;
-                    if let (Some(writes), Some(Some(OnFailure::Shared(_)))) =
-                        (again, failures.get(index))
-                    {
-                        let Some(OnFailure::Shared(mark)) = failures[index].take() else {
-                            unreachable!("matched above")
-                        };
+                    // A value held before: its shared mark instead, and again.
+                    let shared = match failures.get_mut(index) {
+                        Some(slot @ Some(OnFailure::Shared(_))) => slot.take(),
+                        _ => None,
+                    };
+                    if let (Some(writes), Some(OnFailure::Shared(mark))) = (again, shared) {
                         self.writes = writes.into_iter().zip(failures).collect();
                         self.writes.remove(index);
                         let key = Key::of(&mark);

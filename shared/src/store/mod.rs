@@ -60,6 +60,16 @@ impl Key {
         Some(Self::new(pk, sk))
     }
 
+    /// A new item at this key, of this `_type`: what secondary items,
+    /// sentinels and marks start from.
+    pub fn item(self, kind: &str) -> Item {
+        let mut item = Item::new();
+        item.insert(PK.into(), self.pk.into());
+        item.insert(SK.into(), self.sk.into());
+        item.insert(TYPE.into(), kind.into());
+        item
+    }
+
     /// The key of a stored item, borrowed: `(pk, sk)`.
     pub fn parts_of(item: &Item) -> Option<(&str, &str)> {
         Some((item.get(PK)?.as_str()?, item.get(SK)?.as_str()?))

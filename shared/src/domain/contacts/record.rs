@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use crate::ids::WorkspaceId;
 use crate::keys;
 use crate::record::{Record, Stamps};
-use crate::store::{Item, Key, PK, SK, TYPE};
+use crate::store::{Item, Key};
 use crate::text;
 
 /// `crmData`: the members the spec lists for `/v1`, used by both versions.
@@ -229,19 +229,12 @@ impl Contact {
             return;
         };
         let ws = self.workspace_id;
-        let mark = keys::contact_shared_email(ws, &email);
-        let mut item = Item::new();
-        item.insert(PK.into(), mark.pk.into());
-        item.insert(SK.into(), mark.sk.into());
-        item.insert(TYPE.into(), "SharedValue".into());
-        m.share(keys::contact_email_held(ws, &email), item);
+        let mark = keys::contact_shared_email(ws, &email).item("SharedValue");
+        m.share(keys::contact_email_held(ws, &email), mark);
     }
 
     pub(crate) fn index_item(&self, key: Key) -> Item {
-        let mut item = Item::new();
-        item.insert(PK.into(), key.pk.into());
-        item.insert(SK.into(), key.sk.into());
-        item.insert(TYPE.into(), "ContactIndex".into());
+        let mut item = key.item("ContactIndex");
         item.insert("contactId".into(), self.id.into());
         item
     }

@@ -20,7 +20,7 @@ use crate::ids::{self, Timestamp};
 use crate::keys;
 use crate::record::{self, Mutation, Record, Stamps, Versioned};
 use crate::store::Store;
-use crate::store::{Item, Key, PK, SK, TYPE};
+use crate::store::{Item, Key};
 
 pub use load::{ConversationLine, LinkLine, OrganizationLine, line_types};
 pub use read::{
@@ -137,10 +137,7 @@ impl Conversation {
 }
 
 pub(crate) fn index_item(key: Key, contact_id: u64) -> Item {
-    let mut item = Item::new();
-    item.insert(PK.into(), key.pk.into());
-    item.insert(SK.into(), key.sk.into());
-    item.insert(TYPE.into(), "RelationIndex".into());
+    let mut item = key.item("RelationIndex");
     item.insert("contactId".into(), contact_id.into());
     item
 }

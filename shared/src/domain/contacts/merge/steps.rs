@@ -14,7 +14,7 @@ use crate::ids::{ContactId, WorkspaceId};
 use crate::keys;
 use crate::page::read_up_to;
 use crate::record::{self, Mutation};
-use crate::store::{Index, Item, PK, Query, SK, SkRange, Store, TYPE};
+use crate::store::{Index, Item, Query, SK, SkRange, Store};
 
 /// Records read per index query of what is left to move.
 const PAGE: usize = 25;
@@ -151,11 +151,7 @@ pub(super) async fn absorb(
     // Its phones stay identities, of the survivor: find-or-create and
     // upsert by them answer the survivor.
     for phone in merged.fields.phone.iter().chain(&merged.alias_phones) {
-        let mut sentinel = Item::new();
-        let key = keys::contact_phone(ws, phone);
-        sentinel.insert(PK.into(), key.pk.into());
-        sentinel.insert(SK.into(), key.sk.into());
-        sentinel.insert(TYPE.into(), "Unique".into());
+        let mut sentinel = keys::contact_phone(ws, phone).item("Unique");
         sentinel.insert("owner".into(), survivor.id.to_string().into());
         m.put_item(sentinel);
     }
@@ -171,11 +167,7 @@ pub(super) async fn absorb(
     if merged.fields.new_contact {
         m.count_list(&keys::counter(ws, NEW_LIST), -1);
     }
-    let mut pointer = Item::new();
-    let key = keys::merged_contact(ws, merged.id);
-    pointer.insert(PK.into(), key.pk.into());
-    pointer.insert(SK.into(), key.sk.into());
-    pointer.insert(TYPE.into(), "MergedContact".into());
+    let mut pointer = keys::merged_contact(ws, merged.id).item("MergedContact");
     pointer.insert(MERGED_INTO.into(), survivor.id.into());
     m.put_item(pointer);
     m.remove(keys::contact_merging(ws, merged.id));
