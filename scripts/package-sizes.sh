@@ -6,14 +6,9 @@
 # function for arm64): not part of CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cache=.cache
-venv="$cache/cargo-lambda-venv"
-if [ ! -x "$venv/bin/cargo-lambda" ]; then
-  echo "$0: installing cargo-lambda into $venv" >&2
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "cargo-lambda>=1.8,<2" >&2
-fi
-export PATH="$PWD/$venv/bin:$PATH"
+. scripts/tools.sh
+arm64_target_install
+cargo_lambda_install
 
 functions=$(sed -n 's/^ *Binary: \([a-z-]*\)$/\1/p' infra/template.yaml)
 packages=()

@@ -9,6 +9,7 @@ mod audit;
 mod auth;
 mod batch;
 mod billing;
+mod build;
 mod campaigns;
 mod cdk;
 mod contacts;

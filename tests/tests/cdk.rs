@@ -5,7 +5,7 @@
 //! resource, from CDK's synthesized CloudFormation (`npm run synth`, which
 //! scripts/test.sh runs) and the SAM template before its transform.
 
-mod model;
+pub(crate) mod model;
 
 use api_tests::serde_json::json;
 use model::{cdk, from_cdk, from_sam, sam};

@@ -137,9 +137,13 @@ export class CrmApiStack extends cdk.Stack {
       if (spec.sends === 'deliveries') environment.CRM_WEBHOOK_QUEUE_URL = webhooks.ref;
       if (spec.checkout) environment.CRM_CHECKOUT_BASE_URL = checkoutBaseUrl.valueAsString;
       const fn = new RustFunction(this, `${name}Function`, {
-        manifestPath: path.join(ROOT, 'Cargo.toml'),
+        // The function's own crate, not the workspace root: cargo-lambda-cdk runs
+        // `cargo lambda build --bin <binary>` in this manifest's folder, and at
+        // the root cargo sees only the default member (cli). tests/tests/build.rs.
+        manifestPath: path.join(ROOT, 'functions', spec.binary, 'Cargo.toml'),
         binaryName: spec.binary,
-        bundling: { architecture: lambda.Architecture.ARM_64 },
+        // CRM_CDK_PROFILE=dev: the bundling check of .ci/run, built in debug.
+        bundling: { architecture: lambda.Architecture.ARM_64, profile: process.env.CRM_CDK_PROFILE ?? 'release' },
         description: spec.description,
         memorySize: 256,
         timeout: cdk.Duration.seconds(spec.timeout ?? 10),
