@@ -170,11 +170,56 @@ impl TestApp {
     /// The embedded store in a fresh folder (the engine on disk).
     pub async fn on_disk() -> Self {
         let folder = TempFolder::new("store");
-        let store: SharedStore =
-            Arc::new(EmbeddedStore::open(&folder.0, keys::GSIS).expect("open the store"));
-        let mut app = Self::with_store(store, Backend::OnDisk, None).await;
+        let store = Arc::new(EmbeddedStore::open(&folder.0, keys::GSIS).expect("open the store"));
+        let mut app = Self::with_store(store.clone(), Backend::OnDisk, None).await;
         app.folder = Some(folder);
+        app.whole = Some(Whole::Embedded(store));
         app
+    }
+
+    /// The files of the store's folder (on disk only; none otherwise), each
+    /// as its bytes: what a copy of the folder, the README's backup, carries.
+    pub fn folder_bytes(&self) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+        fn walk(dir: &std::path::Path, out: &mut Vec<(std::path::PathBuf, Vec<u8>)>) {
+            for entry in std::fs::read_dir(dir).expect("the store's folder") {
+                let path = entry.expect("a folder entry").path();
+                if path.is_dir() {
+                    walk(&path, out);
+                } else if let Ok(bytes) = std::fs::read(&path) {
+                    out.push((path, bytes));
+                }
+            }
+        }
+        let mut files = Vec::new();
+        if let Some(folder) = &self.folder {
+            walk(&folder.0, &mut files);
+        }
+        files
+    }
+
+    /// Where `needle` (any case) is in the store: the keys of the items that
+    /// hold it, and the files of its folder whose bytes do.
+    pub async fn places_holding(&self, needle: &str) -> Vec<String> {
+        let needle = needle.to_lowercase();
+        let mut places: Vec<String> = self
+            .every_item()
+            .await
+            .into_iter()
+            .filter(|item| {
+                Value::Object(item.clone())
+                    .to_string()
+                    .to_lowercase()
+                    .contains(&needle)
+            })
+            .map(|item| format!("item {} / {}", item["pk"], item["sk"]))
+            .collect();
+        for (path, bytes) in self.folder_bytes() {
+            let lower = bytes.to_ascii_lowercase();
+            if lower.windows(needle.len()).any(|w| w == needle.as_bytes()) {
+                places.push(format!("file {}", path.display()));
+            }
+        }
+        places
     }
 
     /// A fresh table on DynamoDB Local, or `None` (skipped) when it is not running.
@@ -450,6 +495,13 @@ impl TestApp {
         let status = r.status.as_u16();
         assert!(status == 200 || status == 201, "{status} {}", r.body);
         r.body
+    }
+
+    /// Where the record of the admin token's `Idempotency-Key` `key` is kept.
+    pub async fn key_record(&self, key: &str) -> shared::store::Key {
+        let me = self.get("/v3/api-tokens/self").await.expect(200);
+        let token_id = me["id"].as_str().expect("the token's id");
+        shared::idempotency::record_key(shared::ids::WorkspaceId(1), token_id, key)
     }
 
     /// A client of this app acting with another token.

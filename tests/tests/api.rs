@@ -37,6 +37,7 @@ mod relations;
 mod robustness;
 mod scale;
 mod scopes;
+mod seams;
 mod sessions;
 mod settings;
 mod snapshots;

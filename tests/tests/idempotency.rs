@@ -115,11 +115,7 @@ api_test! {
     async fn an_expired_key_is_forgotten(app) {
         let body = json!({ "name": "VIP" });
         let first = app.post_with_key("/v3/tags", "old", &body).await.expect(201);
-        let key = shared::keys::idempotency(
-            shared::ids::WorkspaceId(1),
-            &shared::ids::sha256_hex(b"old"),
-        );
-        app.expire(key, "expiresAt").await;
+        app.expire(app.key_record("old").await, "expiresAt").await;
         app.delete(&format!("/v3/tags/{}", first["id"].as_str().unwrap())).await.expect(200);
         let again = app.post_with_key("/v3/tags", "old", &body).await;
         assert!(!again.replayed());
@@ -171,10 +167,7 @@ api_test! {
 /// Forgets the kept answer of `key`, as an answer the store could not keep
 /// leaves the record: done, to be read back.
 async fn forget_answer(app: &TestApp, key: &str) {
-    let record = shared::keys::idempotency(
-        shared::ids::WorkspaceId(1),
-        &shared::ids::sha256_hex(key.as_bytes()),
-    );
+    let record = app.key_record(key).await;
     let mut item = app
         .store
         .get(&record, true)
@@ -182,7 +175,7 @@ async fn forget_answer(app: &TestApp, key: &str) {
         .unwrap()
         .expect("the key's record");
     assert_eq!(item["state"], "done", "{item:?}");
-    item.remove("body").expect("a kept answer");
+    item.remove("sealed").expect("a kept answer");
     let write = shared::store::Write::Put {
         item,
         condition: None,

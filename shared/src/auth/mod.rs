@@ -140,7 +140,7 @@ pub struct TokenSecret {
 }
 
 /// The bearer token of a request's headers.
-fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
+pub fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
     let header = headers.get(AUTHORIZATION).ok_or_else(|| {
         ApiError::unauthorized("missing Authorization header: send `Authorization: Bearer <token>`")
     })?;

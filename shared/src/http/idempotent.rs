@@ -17,7 +17,7 @@ use tower::ServiceExt;
 use super::{BODY_LIMIT, ReadBackRoute, Served};
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::idempotency::{self, Begin, ReadBack, ReadBackRule};
+use crate::idempotency::{self, Begin, ReadBack, ReadBackRule, Sealer, Sender};
 
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 pub const REPLAYED: &str = "idempotent-replayed";
@@ -138,16 +138,21 @@ async fn run(served: Served, req: Request, next: Next) -> Result<Response, Respo
         .map_err(|_| super::body_too_large().into_response())?;
     let route = format!("POST {}", parts.uri.path());
     let rule = served.reads.rule(&mut parts).await;
-    let begun = idempotency::begin(
-        state.store.as_ref(),
-        caller.workspace_id,
-        &key,
-        &route,
-        &bytes,
-        rule,
-    )
-    .await
-    .map_err(IntoResponse::into_response)?;
+    // The key is the token's own, and its answer sealed for it.
+    let sender = Sender {
+        workspace_id: caller.workspace_id,
+        token_id: caller
+            .token_id()
+            .await
+            .map_err(IntoResponse::into_response)?
+            .to_owned(),
+        sealer: Sealer::of_token(
+            crate::auth::bearer(&parts.headers).map_err(IntoResponse::into_response)?,
+        ),
+    };
+    let begun = idempotency::begin(state.store.as_ref(), sender, &key, &route, &bytes, rule)
+        .await
+        .map_err(IntoResponse::into_response)?;
     let claim = match begun {
         Begin::Replay {
             status,
@@ -185,8 +190,9 @@ async fn run(served: Served, req: Request, next: Next) -> Result<Response, Respo
     Ok(Response::from_parts(parts, Body::from(bytes)))
 }
 
-/// The largest answer kept for replay (DynamoDB items hold 400 KB).
-const MAX_KEPT_BODY: usize = 256 * 1024;
+/// The largest answer kept for replay: sealed in base64 (4/3 of it) with its
+/// marks, it stays well within DynamoDB's 400 KB item.
+const MAX_KEPT_BODY: usize = 192 * 1024;
 
 fn stored_headers(headers: &HeaderMap) -> Vec<(String, String)> {
     headers

@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::{IdempotencyRecord, ReadBack, State};
+use super::{IdempotencyRecord, ReadBack, Sealer, State, marks};
 use crate::error::{ApiError, ApiResult};
 use crate::record::{self, Record};
 use crate::store::{Condition, Store, StoreError, Write};
@@ -35,16 +35,23 @@ struct Held {
     /// The record as this request last wrote it.
     record: IdempotencyRecord,
     rule: Option<ReadBackRule>,
+    /// What seals its answer for the token that sent the key.
+    sealer: Sealer,
     /// The record as a commit that is under way, or whose outcome the store
     /// could not learn, would have left it: that commit may have landed.
     unsure: Option<IdempotencyRecord>,
 }
 
 impl Claim {
-    pub(super) fn new(record: IdempotencyRecord, rule: Option<ReadBackRule>) -> Self {
+    pub(super) fn new(
+        record: IdempotencyRecord,
+        rule: Option<ReadBackRule>,
+        sealer: Sealer,
+    ) -> Self {
         Self(Arc::new(Mutex::new(Held {
             record,
             rule,
+            sealer,
             unsure: None,
         })))
     }
@@ -130,7 +137,7 @@ pub fn stopped() -> ApiError {
 ///
 /// | the request | the record becomes |
 /// |---|---|
-/// | wrote, its answer fits | done, with the answer |
+/// | wrote, its answer fits | done, with the answer (sealed, marked) |
 /// | wrote, its answer does not fit | done, to be read back |
 /// | its last commit's outcome is unknown | done, to be read back, if that commit landed; as if it never ran, if not |
 /// | wrote nothing, succeeded | done, with the answer |
@@ -142,19 +149,28 @@ pub async fn finish(
     headers: Vec<(String, String)>,
     body: Option<String>,
 ) {
-    let (current, unsure) = {
+    let (current, unsure, body) = {
         let held = claim.held();
-        (held.record.clone(), held.unsure.clone())
+        let ws = held.record.workspace_id;
+        // Sealed for the sender, marked for an erasure; an answer that cannot
+        // be marked or sealed is not kept (as one too large is not).
+        let body = body.and_then(|body| {
+            let marks = marks::of_answer(ws, &body)?;
+            let sealed = held.sealer.seal(&held.record.key_sha256, body.as_bytes())?;
+            Some((sealed, marks))
+        });
+        (held.record.clone(), held.unsure.clone(), body)
     };
     let applied = current.state != State::Running;
     let settled = if let Some(unsure) = unsure {
         settle(store, &current, &unsure).await
     } else if applied || (200..300).contains(&status) && body.is_some() {
         let done = match body {
-            Some(body) => IdempotencyRecord {
+            Some((sealed, marks)) => IdempotencyRecord {
                 status: Some(status),
                 headers,
-                body: Some(body),
+                sealed: Some(sealed),
+                marks,
                 ..current.clone()
             },
             None => current.clone(),

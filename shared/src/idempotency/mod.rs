@@ -2,8 +2,12 @@
 //! effect once and answers the first response again, whatever the network
 //! did in between.
 //!
-//! One record per (workspace, key), kept 24 hours (DynamoDB TTL, and refused
-//! on read after expiry on both stores). Its life:
+//! One record per (workspace, token, key), kept 24 hours (DynamoDB TTL, and
+//! refused on read after expiry on both stores). A key belongs to the token
+//! that sent it: the same key from another token is another request, so a
+//! replay can never hand one token what another was given (its scope check
+//! is the route's, made before). The kept answer is sealed for that token
+//! ([`seal`]). Its life:
 //!
 //! 1. **running**: claimed by a conditional put before the handler runs. Of
 //!    concurrent requests with one key exactly one claims it; the others get
@@ -18,10 +22,13 @@
 //!    The first such write also keeps where the answer can be read again
 //!    ([`ReadBack`]: the created record's path and the status), for routes
 //!    that declare it.
-//! 3. **done**: the status and body of the answer, written after the
-//!    handler; or, when the answer cannot be kept (its commit's outcome was
-//!    unknown to the store, or it is too large), only that it is to be read
-//!    back.
+//! 3. **done**: the status and body of the answer (sealed, with its
+//!    [`marks`]), written after the handler; or, when the answer cannot be
+//!    kept (its commit's outcome was unknown to the store, or it is too
+//!    large), only that it is to be read back.
+//! 4. **erased**: the answer held a person since erased, or its request
+//!    made or changed them: the answer is dropped and the key kept, so that
+//!    a retry is told so (410) and never runs again ([`erased`]).
 //!
 //! A request that fails before any write (a 4xx or 5xx with no commit) gives
 //! its claim back, so a corrected retry with the same key runs. A request
@@ -35,8 +42,11 @@
 //! [`Mutation`]: crate::record::Mutation
 
 mod claim;
+pub mod marks;
+mod seal;
 
 pub use claim::{Claim, ReadBackRule, finish, scope, stopped};
+pub use seal::Sealer;
 
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
@@ -64,6 +74,7 @@ pub enum State {
     Running,
     Applied,
     Done,
+    Erased,
 }
 
 /// Where the answer of an applied request is read again: a `GET` of `path`,
@@ -81,7 +92,8 @@ pub struct ReadBack {
 #[serde(rename_all = "camelCase")]
 pub struct IdempotencyRecord {
     pub workspace_id: WorkspaceId,
-    /// SHA-256 of the key, hex (the key itself is the client's and may be anything printable).
+    /// SHA-256 of the token's id and the key, hex ([`record_key`]; the key
+    /// itself is the client's and may be anything printable).
     pub key_sha256: String,
     /// `POST /v3/tags`: the method and the path as requested.
     pub route: String,
@@ -93,9 +105,20 @@ pub struct IdempotencyRecord {
     /// The answer's headers worth replaying (content type and the API's own).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub headers: Vec<(String, String)>,
+    /// The answer's body, sealed for the token that sent the key ([`Sealer`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub body: Option<String>,
-    /// Where the answer is read again when `body` was not kept.
+    pub sealed: Option<String>,
+    /// The values the answer holds, as [`marks`]: how an erasure finds it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub marks: Vec<String>,
+    /// When a person its answer held, or its request made, was erased.
+    #[serde(
+        default,
+        with = "ids::ts_format::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub erased_at: Option<Timestamp>,
+    /// Where the answer is read again when `sealed` was not kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_back: Option<ReadBack>,
     #[serde(with = "ids::ts_format")]
@@ -114,6 +137,15 @@ impl Record for IdempotencyRecord {
     fn key(&self) -> Key {
         keys::idempotency(self.workspace_id, &self.key_sha256)
     }
+}
+
+/// The record of `key` sent by token `token_id` in workspace `ws`.
+pub fn record_key(ws: WorkspaceId, token_id: &str, key: &str) -> Key {
+    keys::idempotency(ws, &key_sha256(token_id, key))
+}
+
+fn key_sha256(token_id: &str, key: &str) -> String {
+    sha256_hex(format!("{token_id}\n{key}").as_bytes())
 }
 
 /// Whether a header value is a usable key: 1..=255 printable ASCII characters.
@@ -135,17 +167,26 @@ pub enum Begin {
     ReadBack(ReadBack),
 }
 
-/// Claims `key` for this request, or says what to answer instead. `rule`:
-/// where the route's answer can be read again (its path parameters filled).
+/// Who sends a key: the token's workspace and id, and its sealer.
+pub struct Sender {
+    pub workspace_id: WorkspaceId,
+    pub token_id: String,
+    pub sealer: Sealer,
+}
+
+/// Claims `key` for this request of `sender`, or says what to answer
+/// instead. `rule`: where the route's answer can be read again (its path
+/// parameters filled).
 pub async fn begin(
     store: &dyn Store,
-    workspace_id: WorkspaceId,
+    sender: Sender,
     key: &str,
     route: &str,
     body: &[u8],
     rule: Option<ReadBackRule>,
 ) -> ApiResult<Begin> {
-    let key_sha256 = sha256_hex(key.as_bytes());
+    let workspace_id = sender.workspace_id;
+    let key_sha256 = key_sha256(&sender.token_id, key);
     let body_sha256 = sha256_hex(body);
     let now = ids::now();
     let stored: Option<IdempotencyRecord> =
@@ -159,13 +200,14 @@ pub async fn begin(
             return Err(reused("was used with a different body".to_owned()));
         }
         match existing.state {
-            State::Done => return answered(existing),
+            State::Erased => return Err(erased(existing)),
+            State::Done => return answered(existing, &sender.sealer),
             // Applied, and the request may still be writing its answer.
             State::Applied | State::Running if existing.lease_until > now => {
                 return Err(in_progress());
             }
             // Applied by a request that stopped before keeping its answer.
-            State::Applied => return answered(existing),
+            State::Applied => return answered(existing, &sender.sealer),
             // A claim whose process died before any write: take it over.
             State::Running => {}
         }
@@ -179,7 +221,9 @@ pub async fn begin(
         state: State::Running,
         status: None,
         headers: Vec::new(),
-        body: None,
+        sealed: None,
+        marks: Vec::new(),
+        erased_at: None,
         read_back: None,
         lease_until: now + LEASE,
         expires_at,
@@ -197,7 +241,7 @@ pub async fn begin(
         condition: Some(condition),
     }];
     match store.write(write).await {
-        Ok(()) => Ok(Begin::Run(Claim::new(claim, rule))),
+        Ok(()) => Ok(Begin::Run(Claim::new(claim, rule, sender.sealer))),
         Err(StoreError::ConditionFailed { .. }) => Err(in_progress()),
         Err(e @ StoreError::Uncertain(_)) => {
             // The claim may stand, and this request answers now: give it
@@ -209,13 +253,19 @@ pub async fn begin(
     }
 }
 
-/// The answer of a record whose request is over.
-fn answered(existing: &IdempotencyRecord) -> ApiResult<Begin> {
-    match (&existing.body, &existing.read_back) {
+/// The answer of a record whose request is over, opened with the sender's
+/// key (the record is the sender's own: its key names the token).
+fn answered(existing: &IdempotencyRecord, sealer: &Sealer) -> ApiResult<Begin> {
+    let opened = existing
+        .sealed
+        .as_deref()
+        .and_then(|sealed| sealer.open(&existing.key_sha256, sealed))
+        .and_then(|body| String::from_utf8(body).ok());
+    match (opened, &existing.read_back) {
         (Some(body), _) if existing.state == State::Done => Ok(Begin::Replay {
             status: existing.status.unwrap_or(200),
             headers: existing.headers.clone(),
-            body: body.clone(),
+            body,
         }),
         (_, Some(read_back)) => Ok(Begin::ReadBack(read_back.clone())),
         _ => Err(ApiError::conflict(
@@ -223,6 +273,42 @@ fn answered(existing: &IdempotencyRecord) -> ApiResult<Begin> {
              read or list the resource instead",
         )),
     }
+}
+
+/// 410: the key's request concerned a person erased since.
+fn erased(existing: &IdempotencyRecord) -> ApiError {
+    let when = existing
+        .erased_at
+        .map(|at| format!(" at {}", ids::format_ts(&at)))
+        .unwrap_or_default();
+    ApiError::new(
+        StatusCode::GONE,
+        format!(
+            "this request concerned a person whose data was erased{when}; it is not run or \
+             answered again (a new request needs a new Idempotency-Key)"
+        ),
+    )
+}
+
+/// The record as an erasure leaves it: the answer, its marks and headers and
+/// where it was read gone, the key kept (until it expires) so that a retry
+/// is refused. Written over `record` as it was read.
+pub fn erased_over(record: &IdempotencyRecord, at: Timestamp) -> ApiResult<Write> {
+    let erased = IdempotencyRecord {
+        state: State::Erased,
+        status: None,
+        headers: Vec::new(),
+        sealed: None,
+        marks: Vec::new(),
+        read_back: None,
+        erased_at: Some(at),
+        version: record.version + 1,
+        ..record.clone()
+    };
+    Ok(Write::Put {
+        item: record::to_item(&erased)?,
+        condition: Some(Condition::VersionIs(record.version)),
+    })
 }
 
 fn in_progress() -> ApiError {

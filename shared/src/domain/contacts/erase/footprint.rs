@@ -259,13 +259,10 @@ impl Secrets {
         }
     }
 
-    /// Whether `value` holds a string that is theirs.
-    pub fn held_in(&self, value: &Value) -> bool {
-        match value {
-            Value::String(s) => self.theirs(s),
-            Value::Array(items) => items.iter().any(|v| self.held_in(v)),
-            Value::Object(map) => map.values().any(|v| self.held_in(v)),
-            _ => false,
-        }
+    /// The [`crate::idempotency::marks`] of their values: how a kept answer that
+    /// holds them is found.
+    pub fn marks(&self, ws: WorkspaceId) -> Vec<String> {
+        let values = self.whole.iter().chain(&self.within).map(String::as_str);
+        crate::idempotency::marks::of_values(ws, values)
     }
 }

@@ -27,7 +27,7 @@ use crate::domain::sessions::{self, Session};
 use crate::domain::webhooks::endpoints;
 use crate::domain::welcome::WelcomeMessage;
 use crate::error::{ApiError, ApiResult};
-use crate::idempotency::{IdempotencyRecord, State as IdempotencyState};
+use crate::idempotency::{self, IdempotencyRecord, State as IdempotencyState};
 use crate::ids::{self, Timestamp, WorkspaceId};
 use crate::keys;
 use crate::page::read_up_to;
@@ -133,6 +133,7 @@ async fn erase_found(
         deletes.push(keys::welcome_message(ws, message));
     }
     forget_keys(store, &contact, &found, &mut deletes).await?;
+    forget_answers(store, &found).await?;
     for chunk in deletes.chunks(DELETES) {
         let writes = chunk
             .iter()
@@ -247,11 +248,9 @@ async fn scrub_deliveries(store: &dyn Store, found: &Footprint) -> ApiResult<()>
     Ok(())
 }
 
-/// Items keyed by the person's phone or e-mail, and stored answers that
-/// hold their data: the phones merged into the contact (its own phone goes
-/// with the tombstone), each e-mail's holder and mark when nobody else holds
-/// it, recent welcome-message sentinels, and the idempotency records (kept
-/// 24 hours) of their contact or whose answer holds them.
+/// Items keyed by the person's phone or e-mail: the phones merged into the
+/// contact (its own phone goes with the tombstone), each e-mail's holder and
+/// mark when nobody else holds it, and recent welcome-message sentinels.
 async fn forget_keys(
     store: &dyn Store,
     contact: &Contact,
@@ -300,6 +299,16 @@ async fn forget_keys(
             deletes.push(keys::contact_shared_email(ws, email));
         }
     }
+    Ok(())
+}
+
+/// The kept answers (idempotency records, 24 hours) of requests about the
+/// person: a path naming their contact, or an answer that holds their values
+/// (found by its marks: the answer itself is sealed). Each is left erased:
+/// its answer gone, its key kept, so that a retry is refused (410) instead
+/// of running again and bringing the person back.
+async fn forget_answers(store: &dyn Store, found: &Footprint) -> ApiResult<()> {
+    let ws = found.workspace;
     let paths: Vec<String> = found
         .contact_ids
         .iter()
@@ -314,29 +323,37 @@ async fn forget_keys(
                     .is_some_and(|r| r.starts_with('/'))
         })
     };
+    let theirs = found.secrets.marks(ws);
+    let at = ids::now();
     let records = Query::new(Index::TABLE, keys::idempotency_records(ws), SkRange::All);
     for item in read_up_to(store, records, usize::MAX).await? {
-        let Ok(record) = serde_json::from_value::<IdempotencyRecord>(Value::Object(item.clone()))
-        else {
+        let Ok(record) = serde_json::from_value::<IdempotencyRecord>(Value::Object(item)) else {
             continue;
         };
-        // A request still running keeps its claim (this erasure's own among them).
-        if record.state == IdempotencyState::Running {
+        // A request still running keeps its claim (this erasure's own among
+        // them); one erased already stays as it is.
+        if matches!(
+            record.state,
+            IdempotencyState::Running | IdempotencyState::Erased
+        ) {
             continue;
         }
         let route = record.route.split_once(' ').map_or("", |(_, path)| path);
-        let answer: Option<Value> = record
-            .body
-            .as_deref()
-            .and_then(|b| serde_json::from_str(b).ok());
         if names_them(route)
             || record
                 .read_back
                 .as_ref()
                 .is_some_and(|r| names_them(&r.path))
-            || answer.is_some_and(|a| found.secrets.held_in(&a))
+            || record.marks.iter().any(|m| theirs.binary_search(m).is_ok())
         {
-            deletes.extend(Key::of(&item));
+            match store
+                .write(vec![idempotency::erased_over(&record, at)?])
+                .await
+            {
+                // Moved on meanwhile (settled, expired): read again next time.
+                Err(StoreError::ConditionFailed { .. }) | Ok(()) => {}
+                Err(e) => return Err(e.into()),
+            }
         }
     }
     Ok(())
