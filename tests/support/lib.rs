@@ -497,6 +497,24 @@ impl TestApp {
         r.body
     }
 
+    /// DynamoDB only: the test table's stream, as DescribeTable tells it
+    /// (enabled, its view type).
+    pub async fn table_stream(&self) -> Option<(bool, String)> {
+        let Some(Whole::DynamoDb(store)) = &self.whole else {
+            return None;
+        };
+        let described = store
+            .client()
+            .describe_table()
+            .table_name(store.table())
+            .send()
+            .await
+            .expect("describe the test table");
+        let stream = described.table?.stream_specification?;
+        let view = stream.stream_view_type.map(|v| v.as_str().to_owned());
+        Some((stream.stream_enabled, view.unwrap_or_default()))
+    }
+
     /// Where the record of the admin token's `Idempotency-Key` `key` is kept.
     pub async fn key_record(&self, key: &str) -> shared::store::Key {
         let me = self.get("/v3/api-tokens/self").await.expect(200);

@@ -264,3 +264,26 @@ fn expiring_items_use_the_tables_time_to_live() {
         Some("NEW_IMAGE")
     );
 }
+
+/// `crm create-table` (and every test table) makes the stream the template
+/// declares: without it, a table made for the cargo-lambda path has no
+/// stream, and the webhook dispatcher never runs there.
+#[tokio::test]
+async fn the_table_made_by_create_table_has_the_templates_stream() {
+    let declared =
+        template()["Resources"]["Table"]["Properties"]["StreamSpecification"]["StreamViewType"]
+            .as_str()
+            .map(str::to_owned);
+    assert_eq!(
+        declared.as_deref(),
+        Some(shared::store::dynamo::STREAM_VIEW.as_str())
+    );
+    let Some(app) = api_tests::TestApp::dynamodb().await else {
+        return;
+    };
+    assert_eq!(
+        app.table_stream().await,
+        Some((true, declared.unwrap())),
+        "DescribeTable of a table made by create_table"
+    );
+}

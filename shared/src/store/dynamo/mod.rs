@@ -18,6 +18,7 @@ use serde_dynamo::aws_sdk_dynamodb_1 as convert;
 
 mod attempts;
 mod table;
+pub use table::STREAM_VIEW;
 mod write;
 
 use crate::store::*;

@@ -3,15 +3,20 @@
 use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
-    ProjectionType, ScalarAttributeType,
+    ProjectionType, ScalarAttributeType, StreamSpecification, StreamViewType,
 };
 
 use super::{DynamoStore, invalid, sdk_error};
 use crate::store::*;
 
+/// What the table's stream carries: each item as written. The webhook
+/// dispatcher turns new events into deliveries from it, and the messaging side
+/// reads new welcome messages (infra/template.yaml declares the same).
+pub const STREAM_VIEW: StreamViewType = StreamViewType::NewImage;
+
 impl DynamoStore {
-    /// Creates the table and its secondary `indexes` (tests, `crm
-    /// create-table`, with `keys::GSIS`). The same definition stands in
+    /// Creates the table, its secondary `indexes` and its stream (tests,
+    /// `crm create-table`, with `keys::GSIS`). The same definition stands in
     /// `infra/template.yaml`; a test keeps the two equal.
     pub async fn create_table(&self, indexes: &[Index]) -> Result<(), StoreError> {
         let mut attributes = vec![PK, SK];
@@ -39,7 +44,14 @@ impl DynamoStore {
             .billing_mode(BillingMode::PayPerRequest)
             .key_schema(key_element(PK, KeyType::Hash))
             .key_schema(key_element(SK, KeyType::Range))
-            .set_global_secondary_indexes(Some(gsis));
+            .set_global_secondary_indexes(Some(gsis))
+            .stream_specification(
+                StreamSpecification::builder()
+                    .stream_enabled(true)
+                    .stream_view_type(STREAM_VIEW)
+                    .build()
+                    .map_err(invalid)?,
+            );
         for name in attributes {
             req = req.attribute_definitions(
                 AttributeDefinition::builder()
