@@ -1,6 +1,7 @@
 //! Webhooks from `crm serve` as a user runs it: deliveries that were pending
-//! when the process was killed (SIGKILL, no chance to tidy up) are all made
-//! after the restart, signed, each event under one `webhook-id`.
+//! when the process was killed (SIGKILL, no chance to tidy up), or whose
+//! attempts were under way, are all made after the restart, signed, each
+//! event under one `webhook-id`.
 
 mod support;
 
@@ -35,10 +36,12 @@ impl Delivery {
 }
 
 /// A receiver on 127.0.0.1 that answers 503 while it is down and 200 once
-/// it is up; it keeps every request.
+/// it is up, or, while it hangs, takes each request and never answers it
+/// (`answered` 0); it keeps every request.
 struct Receiver {
     url: String,
     up: Arc<AtomicBool>,
+    hang: Arc<AtomicBool>,
     got: Arc<Mutex<Vec<Delivery>>>,
 }
 
@@ -46,19 +49,37 @@ impl Receiver {
     fn start() -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}/hooks", listener.local_addr().unwrap());
-        let (up, got) = (Arc::new(AtomicBool::new(false)), Arc::default());
-        let (up_, got_): (_, Arc<Mutex<Vec<Delivery>>>) = (up.clone(), Arc::clone(&got));
+        let (up, hang, got) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicBool::new(false)),
+            Arc::default(),
+        );
+        let (up_, hang_, got_): (_, _, Arc<Mutex<Vec<Delivery>>>) =
+            (up.clone(), hang.clone(), Arc::clone(&got));
         std::thread::spawn(move || {
             for stream in listener.incoming().map_while(Result::ok) {
-                let (up, got) = (up_.clone(), got_.clone());
+                let (up, hang, got) = (up_.clone(), hang_.clone(), got_.clone());
                 std::thread::spawn(move || {
-                    let answered = if up.load(Ordering::SeqCst) { 200 } else { 503 };
+                    let hung = hang.load(Ordering::SeqCst);
+                    let answered = match (hung, up.load(Ordering::SeqCst)) {
+                        (true, _) => 0,
+                        (false, true) => 200,
+                        (false, false) => 503,
+                    };
                     if let Some((headers, body)) = read_request(&stream) {
                         got.lock().unwrap().push(Delivery {
                             headers,
                             body,
                             answered,
                         });
+                    }
+                    if hung {
+                        // Accepted, never answered: held open until the
+                        // test stops hanging, then dropped.
+                        while hang.load(Ordering::SeqCst) {
+                            std::thread::sleep(Duration::from_millis(50));
+                        }
+                        return;
                     }
                     let _ = write!(
                         &stream,
@@ -67,7 +88,7 @@ impl Receiver {
                 });
             }
         });
-        Self { url, up, got }
+        Self { url, up, hang, got }
     }
 }
 
@@ -186,6 +207,101 @@ fn pending_deliveries_are_made_after_a_sigkill() {
             .insert(delivery.header("webhook-id"));
     }
     assert_eq!(ids.len(), 20);
+    assert!(ids.values().all(|w| w.len() == 1), "{ids:?}");
+    drop(got);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// The delivery log of `hook` (its first page, up to 100).
+fn deliveries(port: u16, hook: &str) -> Vec<serde_json::Value> {
+    let path = format!("/v3/webhooks/{hook}/deliveries?limit=100");
+    let (status, body) = call(port, "GET", &path, None);
+    assert_eq!(status, 200, "{body}");
+    let page: serde_json::Value = serde_json::from_str(&body).unwrap();
+    page["data"].as_array().unwrap().clone()
+}
+
+/// The receiver accepts the attempts and never answers, and the process is
+/// killed (SIGKILL) while four of them are under way: each delivery is
+/// `sending` under the claim of a sender that is gone. After the restart,
+/// with the receiver answering, each is sent again once its claim lapses
+/// (the attempt's timeout and 15 s): none stays `sending`, each event
+/// arrives, under the `webhook-id` of its first attempt.
+#[test]
+fn attempts_under_way_at_a_sigkill_are_made_again() {
+    let receiver = Receiver::start();
+    receiver.hang.store(true, Ordering::SeqCst);
+    let dir = std::env::temp_dir().join(format!("crm-webhook-hang-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let data = dir.to_str().unwrap();
+    // A claim lasts 10 s + 15 s; the kill comes within the 10 s.
+    let env = [
+        ("CRM_WEBHOOK_TIMEOUT", "10s"),
+        ("CRM_WEBHOOK_CONCURRENCY", "4"),
+    ];
+    let args = ["--data", data, "--webhooks-to-private"];
+
+    let server = start_with(&args, &env);
+    let hook = format!(r#"{{"url":"{}","types":["tag.created"]}}"#, receiver.url);
+    let (status, body) = call(server.port, "POST", "/v3/webhooks", Some(&hook));
+    assert_eq!(status, 201, "{body}");
+    let created: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let (hook, secret) = (
+        created["id"].as_str().unwrap().to_owned(),
+        created["secret"].as_str().unwrap().to_owned(),
+    );
+    let tags: BTreeSet<String> = create_tags(server.port, 0..4).into_iter().collect();
+    let deadline = Instant::now() + Duration::from_secs(8);
+    while receiver.got.lock().unwrap().len() < 4 {
+        assert!(
+            Instant::now() < deadline,
+            "the four attempts did not reach the receiver"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let log = deliveries(server.port, &hook);
+    assert_eq!(log.len(), 4);
+    assert!(log.iter().all(|d| d["status"] == "sending"), "{log:?}");
+    drop(server); // SIGKILL, four attempts under way
+
+    receiver.up.store(true, Ordering::SeqCst);
+    receiver.hang.store(false, Ordering::SeqCst);
+    let server = start_with(&args, &env);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let log = deliveries(server.port, &hook);
+        if log.len() == 4 && log.iter().all(|d| d["status"] == "succeeded") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "deliveries left after the restart: {log:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    drop(server);
+
+    let got = receiver.got.lock().unwrap();
+    let accepted: BTreeSet<String> = got
+        .iter()
+        .filter(|d| d.answered == 200)
+        .filter_map(|d| {
+            d.event()["data"]["object"]["id"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect();
+    assert_eq!(accepted, tags, "each event accepted after the restart");
+    let mut ids = BTreeMap::<String, BTreeSet<String>>::new();
+    for delivery in got.iter() {
+        standardwebhooks::Webhook::new(&secret)
+            .and_then(|w| w.verify(delivery.body.as_bytes(), &delivery.headers))
+            .unwrap_or_else(|e| panic!("{e}: {}", delivery.body));
+        ids.entry(delivery.event()["id"].as_str().unwrap().to_owned())
+            .or_default()
+            .insert(delivery.header("webhook-id"));
+    }
+    assert_eq!(ids.len(), 4);
     assert!(ids.values().all(|w| w.len() == 1), "{ids:?}");
     drop(got);
     std::fs::remove_dir_all(dir).unwrap();

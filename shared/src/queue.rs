@@ -229,6 +229,15 @@ impl JobQueue for LocalQueue {
 /// The longest an SQS message can be held back (15 minutes).
 pub const MAX_SQS_DELAY: u64 = 900;
 
+/// SQS's `DelaySeconds` for `delay`: whole seconds, rounded up, so that a
+/// message never comes before the time it was sent for (a webhook retry is
+/// made on its first receipt, not early and not after a second one), and at
+/// most [`MAX_SQS_DELAY`] (a longer wait is chained by the job itself).
+pub fn sqs_delay_seconds(delay: Duration) -> i32 {
+    let whole = delay.as_secs() + u64::from(delay.subsec_nanos() > 0);
+    whole.min(MAX_SQS_DELAY) as i32
+}
+
 /// SQS: one message per job.
 #[cfg(feature = "sqs")]
 pub struct SqsQueue {
@@ -276,7 +285,7 @@ impl JobQueue for SqsQueue {
             .send_message()
             .queue_url(&self.url)
             .message_body(body)
-            .delay_seconds(delay.as_secs().min(MAX_SQS_DELAY) as i32)
+            .delay_seconds(sqs_delay_seconds(delay))
             .send()
             .await
             .map(|_| ())
@@ -295,6 +304,19 @@ mod tests {
             serde_json::to_value(&m).unwrap(),
             serde_json::json!({ "kind": "contactImport", "workspaceId": 7, "jobId": "01J" })
         );
+    }
+
+    #[test]
+    fn an_sqs_delay_is_rounded_up_to_whole_seconds() {
+        let ms = Duration::from_millis;
+        assert_eq!(sqs_delay_seconds(Duration::ZERO), 0);
+        assert_eq!(sqs_delay_seconds(ms(1)), 1);
+        assert_eq!(sqs_delay_seconds(ms(1_800)), 2);
+        assert_eq!(sqs_delay_seconds(ms(2_000)), 2);
+        assert_eq!(sqs_delay_seconds(ms(2_001)), 3);
+        assert_eq!(sqs_delay_seconds(Duration::from_nanos(5_000_000_001)), 6);
+        assert_eq!(sqs_delay_seconds(ms(899_999)), 900);
+        assert_eq!(sqs_delay_seconds(Duration::from_secs(86_400)), 900);
     }
 
     #[test]

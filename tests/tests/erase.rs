@@ -150,6 +150,61 @@ api_test! {
 }
 
 api_test! {
+    /// An attempt under way during the erasure, to a receiver that answers
+    /// after it and echoes what it was sent (the person, as they were before
+    /// the erasure): the attempt is recorded without its answer, so the
+    /// delivery log and the store hold none of the person's words.
+    async fn an_answer_that_comes_after_the_erasure_is_not_kept(app) {
+        let mut settings = webhook_settings();
+        settings.timeout = Duration::from_secs(20); // the receiver answers late, not never
+        let app = app.delivering(settings).await;
+        let receiver = Receiver::start().await;
+        receiver.echo();
+        receiver.hold();
+        let hook = app.post("/v3/webhooks", json!({ "url": receiver.url, "types": ["contact.*"] })).await.expect(201);
+        let log_path = format!("/v3/webhooks/{}/deliveries", id(&hook));
+        let contact = app.post("/v3/contacts", json!({ "name": NAME, "phone": PHONE, "email": EMAIL })).await.expect(201);
+        // The attempt of `contact.created` is under way: the receiver holds it.
+        for _ in 0..500 {
+            if receiver.most_at_once() >= 1 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(receiver.most_at_once(), 1, "the attempt reached the receiver");
+        let log = app.get(&log_path).await.expect(200);
+        assert_eq!(log["data"][0]["status"], "sending", "{log}");
+
+        app.post(&format!("/v3/contacts/{}/erase", id(&contact)), json!({})).await.expect(200);
+        // Now it answers, with the person's data it was sent before the erasure.
+        receiver.release();
+        let got = receiver.wait_for("the held attempt", |got| got.iter().any(|r| r.kind() == "contact.created")).await;
+        assert!(got.iter().any(|r| r.body.contains(NAME)), "the attempt carried the person");
+
+        let created = |log: &Value| {
+            log["data"].as_array().unwrap().iter().find(|d| d["eventType"] == "contact.created").cloned()
+        };
+        let mut log = Value::Null;
+        for _ in 0..500 {
+            log = app.get(&log_path).await.expect(200);
+            if created(&log).is_some_and(|d| d["status"] == "succeeded") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let delivery = created(&log).unwrap_or_default();
+        assert_eq!(delivery["status"], "succeeded", "the attempt is recorded: {log}");
+        assert_eq!(delivery["attempts"][0]["statusCode"], 200, "{delivery}");
+        assert!(delivery["attempts"][0].get("response").is_none(), "the answer came after the erasure: {delivery}");
+        assert!(!log.to_string().to_lowercase().contains("zuleika"), "{log}");
+        // The contact.erased delivery too is done before the store is read whole.
+        receiver.wait_for("contact.erased", |got| got.iter().any(|r| r.kind() == "contact.erased")).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(traces(&app).await, Vec::<String>::new());
+    }
+}
+
+api_test! {
     /// The export holds everything the erasure would take: the contact, the
     /// merged contact's phone, the deal, the sessions, the welcome message
     /// and their events.

@@ -20,6 +20,16 @@ pub(super) enum Outcome {
     Gone(String),
 }
 
+impl Outcome {
+    /// Leaves out the answer's body, which is then not kept: an erasure came
+    /// while the attempt was under way, and the answer may echo what it erased.
+    pub(super) fn forget_answer(&mut self) {
+        if let Outcome::Tried(attempt, _) = self {
+            attempt.response = None;
+        }
+    }
+}
+
 /// The body of `delivery`: its event as the feed shows it, or a ping's.
 async fn body_of(store: &dyn Store, delivery: &Delivery) -> ApiResult<Option<String>> {
     if let Some(payload) = &delivery.payload {
@@ -28,8 +38,10 @@ async fn body_of(store: &dyn Store, delivery: &Delivery) -> ApiResult<Option<Str
     let Some(cursor) = &delivery.event_cursor else {
         return Ok(None);
     };
+    // Strongly consistent: an attempt claimed after an erasure scrubbed the
+    // event sends the scrubbed event, never a copy read from before it.
     let stored: Option<StoredEvent> =
-        record::get(store, &keys::event(delivery.workspace_id, cursor), false).await?;
+        record::get(store, &keys::event(delivery.workspace_id, cursor), true).await?;
     Ok(stored
         .filter(|e| !e.expired(ids::now()))
         .map(|e| serde_json::to_string(&e.event).unwrap_or_default()))

@@ -4,9 +4,11 @@
 //!
 //! A delivery is a job of the delivery queue (`webhookDelivery`, its id
 //! `<webhook>/<delivery>`). A run of it:
-//! 1. reads the delivery; one already done, or held by a live sender, is
-//!    left; one not yet due is sent back to the queue for the rest of its
-//!    wait (SQS holds a message 15 minutes at most);
+//! 1. reads the delivery; one already done is left; one not yet due is sent
+//!    back to the queue for the rest of its wait (SQS holds a message 15
+//!    minutes at most); one held by a sender (`sending`) is sent back until
+//!    that sender's claim lapses, as a message that names the claim (see
+//!    below);
 //! 2. takes one of the endpoint's delivery slots (at most
 //!    `CRM_WEBHOOK_CONCURRENCY` deliveries to one endpoint at a time; none
 //!    free: back to the queue in a second), and claims the delivery with a
@@ -20,6 +22,20 @@
 //!
 //! Every retry of an event carries the same `webhook-id` (the event's id), so
 //! a receiver drops what it already has.
+//!
+//! A sender killed during its attempt (a crash, `kill -9`, a Lambda timeout)
+//! leaves the delivery `sending` under its claim. Whatever message finds it
+//! so cannot tell a dead sender from a live one, so it comes back once the
+//! claim lapses, naming it (`<webhook>/<delivery>/<lease>`): if that claim is
+//! still there, its sender died and this run takes the delivery over; if it
+//! ended, the run that ended it queued what follows, and this message is
+//! done (so a duplicate message does not live on beside the delivery's own).
+//!
+//! Every write of a delivery is conditioned on the version read. An erasure
+//! moves the version when it drops the answers kept on a delivery
+//! (`contacts::erase`): a claim from an earlier read is made again on what
+//! the erasure wrote, and an attempt that was under way records itself on
+//! it without its answer (which may echo what was erased).
 
 use std::time::Duration;
 
@@ -47,6 +63,13 @@ const ATTEMPTS_KEPT: usize = 20;
 
 /// A sender's lease on a delivery lasts the attempt's timeout and this.
 const LEASE_MARGIN: Duration = Duration::from_secs(15);
+
+/// A message that waits for a claim to lapse comes back this long after it.
+const LAPSE_MARGIN: Duration = Duration::from_secs(1);
+
+/// Writes of one run that may meet another's (a claim, an erasure) and are
+/// made again on the delivery read again.
+const TRIES: usize = 5;
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -165,6 +188,21 @@ impl Delivery {
         )
     }
 
+    /// The message of a run that waits for the claim ending at `until` to
+    /// lapse, and takes the delivery over only if that claim is still there.
+    fn message_awaiting(&self, until: Timestamp) -> JobMessage {
+        JobMessage::new(
+            KIND,
+            self.workspace_id,
+            format!(
+                "{}/{}/{}",
+                self.webhook_id,
+                self.id,
+                until.timestamp_millis()
+            ),
+        )
+    }
+
     pub(super) fn stop(&mut self, status: DeliveryStatus, reason: Option<String>) {
         self.status = status;
         self.reason = reason;
@@ -225,57 +263,145 @@ pub async fn deliver(
     message: &JobMessage,
 ) -> ApiResult<()> {
     let ws = message.workspace_id;
-    let (webhook_id, id) = message
-        .job_id
-        .split_once('/')
-        .ok_or_else(|| ApiError::bad_request("a delivery message names `<webhook>/<delivery>`"))?;
-    let Some(mut delivery) = read(store, ws, webhook_id, id).await? else {
-        return Ok(()); // expired, or its endpoint deleted
+    let named = || ApiError::bad_request("a delivery message names `<webhook>/<delivery>`");
+    let (webhook_id, rest) = message.job_id.split_once('/').ok_or_else(named)?;
+    // `<delivery>/<lease>`: a run that waited for the claim ending then.
+    let (id, awaited) = match rest.split_once('/') {
+        Some((id, lease)) => (id, Some(lease.parse::<i64>().map_err(|_| named())?)),
+        None => (rest, None),
     };
-    let now = ids::now();
-    match delivery.status {
-        DeliveryStatus::Succeeded | DeliveryStatus::Failed => return Ok(()),
-        DeliveryStatus::Sending if delivery.lease_until.is_some_and(|until| until > now) => {
-            return Ok(());
+    // The claim as this run last read it, once a write of its own failed.
+    let mut raced: Option<Option<Timestamp>> = None;
+    let mut tries = 0;
+    let (webhook, health, mut delivery, slot) = loop {
+        tries += 1;
+        if tries > TRIES {
+            return Err(ApiError::unavailable(
+                "the delivery kept changing; its message runs again",
+            ));
         }
-        _ => {}
-    }
-    if let Some(wait) = delivery
-        .next_attempt_at
-        .and_then(|at| (at - now).to_std().ok())
-        .filter(|wait| *wait > Duration::from_millis(500))
-    {
-        return requeue(queue, message, wait).await;
-    }
-    let (webhook, health) = endpoint_and_health(store, ws, webhook_id).await?;
-    let read_version = delivery.version;
-    let Some(webhook) = webhook.filter(|w| w.enabled) else {
-        delivery.stop(
-            DeliveryStatus::Failed,
-            Some("the endpoint is disabled or deleted; replay to send again".into()),
+        let Some(mut delivery) = read(store, ws, webhook_id, id).await? else {
+            return Ok(()); // expired, or its endpoint deleted
+        };
+        let now = ids::now();
+        let lease = delivery.lease_until;
+        match delivery.status {
+            DeliveryStatus::Succeeded | DeliveryStatus::Failed => return Ok(()),
+            // Claimed by another run as this one tried: that run sends it,
+            // and its own message stays until it is done.
+            DeliveryStatus::Sending if raced.is_some_and(|before| before != lease) => {
+                return Ok(());
+            }
+            DeliveryStatus::Sending => {
+                if let Some(until) = lease.filter(|until| *until > now) {
+                    // Held by a sender, alive or killed: come back when its
+                    // claim lapses.
+                    let wait = (until - now).to_std().unwrap_or_default() + LAPSE_MARGIN;
+                    return requeue(queue, &delivery.message_awaiting(until), wait).await;
+                }
+                if awaited.is_some_and(|a| lease.map(|l| l.timestamp_millis()) != Some(a)) {
+                    return Ok(()); // a later claim than the one awaited: its run holds it
+                }
+                // The claim lapsed with no outcome: its sender died. Taken over.
+            }
+            // The claim awaited ended; the run that ended it queued what follows.
+            DeliveryStatus::Pending if awaited.is_some() => return Ok(()),
+            DeliveryStatus::Pending => {}
+        }
+        // An SQS delay is whole seconds, rounded up: a message does not come
+        // before its due time, and one that does waits for the rest.
+        if let Some(wait) = delivery
+            .next_attempt_at
+            .and_then(|at| (at - now).to_std().ok())
+            .filter(|wait| !wait.is_zero())
+        {
+            return requeue(queue, message, wait).await;
+        }
+        let (webhook, health) = endpoint_and_health(store, ws, webhook_id).await?;
+        let read_version = delivery.version;
+        let Some(webhook) = webhook.filter(|w| w.enabled) else {
+            delivery.stop(
+                DeliveryStatus::Failed,
+                Some("the endpoint is disabled or deleted; replay to send again".into()),
+            );
+            if save(store, &mut delivery, Some(read_version)).await? {
+                return Ok(());
+            }
+            raced = Some(lease);
+            continue; // written meanwhile: read it again
+        };
+        let Some(slot) = slots::take(store, &webhook, settings).await? else {
+            let wait = Duration::from_millis(rand::random_range(500..1500));
+            return requeue(queue, message, wait).await;
+        };
+        delivery.status = DeliveryStatus::Sending;
+        delivery.lease_until = Some(
+            now + chrono::Duration::from_std(settings.timeout + LEASE_MARGIN).unwrap_or_default(),
         );
-        save(store, &mut delivery, Some(read_version)).await?;
-        return Ok(());
-    };
-    let Some(slot) = slots::take(store, &webhook, settings).await? else {
-        let wait = Duration::from_millis(rand::random_range(500..1500));
-        return requeue(queue, message, wait).await;
-    };
-    delivery.status = DeliveryStatus::Sending;
-    delivery.lease_until =
-        Some(now + chrono::Duration::from_std(settings.timeout + LEASE_MARGIN).unwrap_or_default());
-    if !save(store, &mut delivery, Some(read_version)).await? {
+        if save(store, &mut delivery, Some(read_version)).await? {
+            break (webhook, health, delivery, slot);
+        }
         slots::free(store, slot).await;
-        return Ok(()); // another run claimed it
-    }
-    let claimed = delivery.version;
-    let outcome = attempt(store, settings, &webhook, &delivery).await;
+        // Another run claimed it, or an erasure scrubbed it: read it again.
+        raced = Some(lease);
+    };
+    let claim = delivery.lease_until;
+    let mut outcome = attempt(store, settings, &webhook, &delivery).await;
     slots::free(store, slot).await;
 
+    let mut version = delivery.version;
+    let mut tries = 0;
+    let (retry_in, mut disable) = loop {
+        let concluded = conclude(&mut delivery, &outcome, settings);
+        if save(store, &mut delivery, Some(version)).await? {
+            break concluded;
+        }
+        tries += 1;
+        // Written under this run's claim. Its lease ran out and another run
+        // took it over: theirs now. Or an erasure dropped the answers kept on
+        // it: this attempt is recorded on what the erasure wrote, without its
+        // answer, which may echo what was erased.
+        let Some(fresh) = read(store, ws, webhook_id, id)
+            .await?
+            .filter(|d| d.status == DeliveryStatus::Sending && d.lease_until == claim)
+        else {
+            return Ok(());
+        };
+        if tries >= TRIES {
+            // Still under this claim: the message runs again and, once the
+            // claim lapses, the delivery is sent again.
+            return Err(ApiError::unavailable(
+                "the delivery kept changing under its attempt",
+            ));
+        }
+        outcome.forget_answer();
+        version = fresh.version;
+        delivery = fresh;
+    };
+    if let Some(wait) = retry_in {
+        requeue(queue, &delivery.message(), wait).await?;
+    }
+    if let Outcome::Tried(attempt, _) = &outcome {
+        let answered = attempt.status_code.is_some_and(|s| (200..300).contains(&s));
+        disable = disable.or(health_after(store, &webhook, health, answered, settings).await?);
+    }
+    if let Some(reason) = disable {
+        endpoints::disable(store, &webhook, reason).await?;
+    }
+    Ok(())
+}
+
+/// Records `outcome` on `delivery` (the attempt, and the next one or the
+/// end): how long until the next attempt, and why to disable the endpoint.
+fn conclude(
+    delivery: &mut Delivery,
+    outcome: &Outcome,
+    settings: &outbound::Settings,
+) -> (Option<Duration>, Option<String>) {
     let number = delivery.attempt_count + 1;
     let mut disable = None;
     let mut retry_in = None;
-    match &outcome {
+    match outcome {
         Outcome::Gone(reason) => delivery.stop(DeliveryStatus::Failed, Some(reason.clone())),
         Outcome::Tried(attempt, answer) => {
             delivery.record(attempt.clone());
@@ -312,20 +438,7 @@ pub async fn deliver(
             }
         }
     }
-    if !save(store, &mut delivery, Some(claimed)).await? {
-        return Ok(()); // its lease ran out and another run took it over
-    }
-    if let Some(wait) = retry_in {
-        requeue(queue, &delivery.message(), wait).await?;
-    }
-    if let Outcome::Tried(attempt, _) = &outcome {
-        let answered = attempt.status_code.is_some_and(|s| (200..300).contains(&s));
-        disable = disable.or(health_after(store, &webhook, health, answered, settings).await?);
-    }
-    if let Some(reason) = disable {
-        endpoints::disable(store, &webhook, reason).await?;
-    }
-    Ok(())
+    (retry_in, disable)
 }
 
 async fn requeue(queue: &dyn JobQueue, message: &JobMessage, wait: Duration) -> ApiResult<()> {

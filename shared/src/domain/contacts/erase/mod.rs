@@ -34,12 +34,16 @@ use crate::page::read_up_to;
 use crate::queue::{JobMessage, JobQueue};
 use crate::record::{Event, Mutation, find_many, retrying, to_item};
 use crate::store::{
-    Condition, Index, Item, Key, MAX_BATCH_GET, Query, SK, SkRange, Store, StoreError, Write,
+    Condition, Index, Item, Key, MAX_BATCH_GET, Query, SK, SkRange, Store, StoreError, VERSION,
+    Write,
 };
 use footprint::Footprint;
 
 /// Deletes made together (each an item of its own, no condition).
 const DELETES: usize = 25;
+
+/// Writes of one delivery that meet a sender's, made again on what it wrote.
+const SCRUB_TRIES: usize = 5;
 
 /// The job of an erasure too large for its request.
 pub const KIND: &str = "contactErase";
@@ -176,7 +180,7 @@ async fn erase_found(
 }
 
 /// Writes `item` over the stored one, if it is still there (an event may
-/// expire, a delivery may be cleaned up meanwhile: not written again).
+/// expire meanwhile: not written again).
 async fn put_over(store: &dyn Store, item: Item) -> ApiResult<()> {
     let write = Write::Put {
         item,
@@ -232,20 +236,52 @@ async fn scrub_deliveries(store: &dyn Store, found: &Footprint) -> ApiResult<()>
                 .iter()
                 .map(|c| keys::delivery(ws, &webhook.id, c))
                 .collect();
-            for mut item in store.batch_get(&wanted).await? {
-                let mut changed = false;
-                if let Some(Value::Array(attempts)) = item.get_mut("attempts") {
-                    for attempt in attempts.iter_mut().filter_map(Value::as_object_mut) {
-                        changed |= attempt.remove("response").is_some();
-                    }
-                }
-                if changed {
-                    put_over(store, item).await?;
-                }
+            for item in store.batch_get(&wanted).await? {
+                scrub_delivery(store, item).await?;
             }
         }
     }
     Ok(())
+}
+
+/// Writes `item`, a delivery, without the answers kept on it, over the
+/// version read and with the next one, whether it held answers or not: a
+/// sender's write from an earlier read (a claim; the outcome of an attempt
+/// under way, whose answer may echo the person) then fails, and that sender
+/// reads the delivery again and records its attempt without the answer
+/// (`webhooks::delivery`). A sender that wrote first (or a read from before
+/// it) makes this read the delivery again; one gone meanwhile is not written
+/// again.
+async fn scrub_delivery(store: &dyn Store, mut item: Item) -> ApiResult<()> {
+    let Some(key) = Key::of(&item) else {
+        return Ok(());
+    };
+    for _ in 0..SCRUB_TRIES {
+        if let Some(Value::Array(attempts)) = item.get_mut("attempts") {
+            for attempt in attempts.iter_mut().filter_map(Value::as_object_mut) {
+                attempt.remove("response");
+            }
+        }
+        let Some(version) = item.get(VERSION).and_then(Value::as_u64) else {
+            return put_over(store, item).await; // no version to move: over what is there
+        };
+        item.insert(VERSION.into(), (version + 1).into());
+        let write = Write::Put {
+            item,
+            condition: Some(Condition::VersionIs(version)),
+        };
+        match store.write(vec![write]).await {
+            Ok(()) => return Ok(()),
+            Err(StoreError::ConditionFailed { .. }) => match store.get(&key, true).await? {
+                Some(again) => item = again,
+                None => return Ok(()),
+            },
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(ApiError::unavailable(
+        "a webhook delivery of the person kept changing; send the erasure again",
+    ))
 }
 
 /// Items keyed by the person's phone or e-mail: the phones merged into the
