@@ -299,7 +299,7 @@ async fn create_table() -> Result<(), String> {
     let config = Config::from_env();
     let store = config.dynamo_store().await;
     store
-        .create_table(keys::GSIS)
+        .create_table(keys::GSIS, shared::store::dynamo::Stream::Declared)
         .await
         .map_err(|e| format!("creating table {}: {e}", config.table))?;
     eprintln!("Table {} is ready.", config.table);

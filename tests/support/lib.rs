@@ -497,12 +497,17 @@ impl TestApp {
         r.body
     }
 
-    /// DynamoDB only: the test table's stream, as DescribeTable tells it
-    /// (enabled, its view type).
-    pub async fn table_stream(&self) -> Option<(bool, String)> {
-        let Some(Whole::DynamoDb(store)) = &self.whole else {
-            return None;
-        };
+    /// DynamoDB only: the stream of a new table made as `crm create-table`
+    /// makes it (the test's own table has none, [`Stream::Off`]), as
+    /// DescribeTable tells it: (enabled, its view type).
+    pub async fn declared_table_stream() -> Option<(bool, String)> {
+        let (endpoint, _, _) = dynamodb_table().await?;
+        let table = format!("crm-test-{}", shared::ids::new_ulid().to_lowercase());
+        let store = dynamodb_config(&table, endpoint).dynamo_store().await;
+        store
+            .create_table(keys::GSIS, shared::store::dynamo::Stream::Declared)
+            .await
+            .expect("create a table as crm create-table does");
         let described = store
             .client()
             .describe_table()
@@ -578,7 +583,7 @@ async fn dynamodb_table() -> Option<(String, String, shared::store::dynamo::Dyna
         .dynamo_store()
         .await;
     store
-        .create_table(keys::GSIS)
+        .create_table(keys::GSIS, shared::store::dynamo::Stream::Off)
         .await
         .expect("create the test table");
     Some((endpoint, table, store))

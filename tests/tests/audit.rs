@@ -84,17 +84,20 @@ api_test! {
 }
 
 api_test! {
-    /// A workspace sees its own entries only, also by id.
+    /// A workspace sees its own entries only, also by id. Its creation is
+    /// its own entry, not one of the operator's workspace.
     async fn another_workspaces_entries_are_invisible(app) {
-        let (_, token) = app.new_workspace("Other").await;
+        let (other_id, token) = app.new_workspace("Other").await;
         let other = app.as_token(&token);
         other.post("/v3/tags", json!({ "name": "theirs" })).await.expect(201);
         let theirs = other.get("/v3/audit").await.expect(200);
-        assert_eq!(actions(&theirs), vec!["tag.create"]);
+        assert_eq!(actions(&theirs), vec!["tag.create", "workspace.create"]);
+        assert!(theirs["data"].as_array().unwrap().iter().all(|e| e["workspaceId"] == other_id), "{theirs}");
         let their_id = theirs["data"][0]["id"].as_str().unwrap();
         app.get(&format!("/v3/audit/{their_id}")).await.expect_error(404);
         let mine = app.get("/v3/audit").await.expect(200);
         assert!(mine["data"].as_array().unwrap().iter().all(|e| e["workspaceId"] == 1));
+        assert_eq!(actions(&mine), vec!["workspace.bootstrap"], "the operator's workspace holds no other's creation");
     }
 }
 
@@ -109,7 +112,8 @@ api_test! {
         assert_eq!(actions(&all), vec!["tag.create", "tag.create", "workspace.create", "workspace.bootstrap"]);
         assert_eq!(all["totalCount"], 4);
         let workspaces: Vec<_> = all["data"].as_array().unwrap().iter().map(|e| e["workspaceId"].clone()).collect();
-        assert_eq!(workspaces, vec![json!(1), json!(other_id), json!(1), json!(1)]);
+        // A workspace's creation is an entry of that workspace.
+        assert_eq!(workspaces, vec![json!(1), json!(other_id), json!(other_id), json!(1)]);
         other.get("/v3/audit/admin").await.expect_error(403);
         let paged = app.get("/v3/audit/admin?limit=1&offset=1").await.expect(200);
         assert_eq!(paged["data"][0], all["data"][1]);

@@ -421,8 +421,9 @@ api_test! {
             webhooks::deliver(app.store.as_ref(), &queue, &settings, &message).await.unwrap();
         })
         .await;
-        // The delivery and its event (2 GetItems), the endpoint and its health
-        // (one BatchGetItem); the slot taken and freed, the claim, the outcome.
+        // The delivery and its event (2 GetItems), the endpoint, its health and
+        // its owner's token record (one BatchGetItem); the slot taken and
+        // freed, the claim, the outcome.
         assert_eq!((cost.gets, cost.batch_gets, cost.queries, cost.writes), (2, 1, 0, 4), "{cost:?}");
         assert_units(&app, "an attempt", cost.write_units, 4.0);
         assert_eq!(receiver.received().len(), 1);

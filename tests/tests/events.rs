@@ -14,6 +14,17 @@ async fn follow(
     query: &str,
     limit: u64,
 ) -> (Vec<Value>, Option<String>) {
+    follow_as(app, api_tests::ADMIN_TOKEN, after, query, limit).await
+}
+
+/// [`follow`] with `token`.
+async fn follow_as(
+    app: &TestApp,
+    token: &str,
+    after: Option<&str>,
+    query: &str,
+    limit: u64,
+) -> (Vec<Value>, Option<String>) {
     let mut events = Vec::new();
     let mut cursor = after.map(str::to_owned);
     for _ in 0..1000 {
@@ -22,6 +33,7 @@ async fn follow(
             .map(|c| format!("&after={c}"))
             .unwrap_or_default();
         let page = app
+            .as_token(token)
             .get(&format!("/v3/events?limit={limit}{after}{query}"))
             .await
             .expect(200);
@@ -333,5 +345,36 @@ api_test! {
         let types: std::collections::BTreeSet<String> =
             shared::domain::events::TYPES.iter().filter(|t| **t != "webhook.ping").map(|t| t.to_string()).collect();
         assert_eq!(made, types, "missing: {:?}", types.difference(&made).collect::<Vec<_>>());
+    }
+}
+
+api_test! {
+    /// An event belongs to the workspace whose record changed (#44): an
+    /// operator's new workspace, its first token and a change of its
+    /// environment are events of that workspace. The operator's workspace
+    /// (its feed, its log, so its webhooks) holds none of them.
+    async fn an_operators_change_is_an_event_of_the_workspace_changed(app) {
+        let (app, clock) = app.with_manual_clock();
+        let reader = api_tests::token_with(&app, &[shared::auth::Scope::ReadAll]).await;
+        let (id, token) = app.new_workspace("Acme").await;
+        app.post(&format!("/v3/workspaces/promote-testing/{id}"), json!({})).await.expect(201);
+        app.post("/v3/tags", json!({ "name": "mine" })).await.expect(201);
+        clock.advance(Duration::seconds(16));
+
+        let (mine, _) = follow_as(&app, &reader, None, "", 100).await;
+        assert!(mine.iter().all(|e| e["workspaceId"] == 1), "{mine:?}");
+        // Workspace 1's own bootstrap events are there; nothing of Acme's.
+        assert!(!mine.iter().any(|e| e["resourceId"].as_str() == Some(id.to_string().as_str()) || e["data"]["object"]["workspaceId"] == id), "{mine:?}");
+        assert!(types(&mine).contains(&"tag.created"), "the operator's own changes stay its own: {mine:?}");
+        // The log the webhooks read holds none of them either.
+        let log = shared::domain::events::log_page(app.store.as_ref(), shared::ids::WorkspaceId(1), None, None, 1000).await.unwrap();
+        assert!(log.data.iter().all(|e| e.workspace_id == shared::ids::WorkspaceId(1)
+            && e.data.object["workspaceId"] != id), "{:?}", log.data);
+
+        let (theirs, _) = follow_as(&app, &token, None, "", 100).await;
+        assert_eq!(types(&theirs), ["workspace.created", "apiToken.created", "workspace.updated"]);
+        assert!(theirs.iter().all(|e| e["workspaceId"] == id), "{theirs:?}");
+        assert_eq!(theirs[0]["data"]["object"]["name"], "Acme");
+        assert_eq!(theirs[2]["data"]["object"]["environment"], "testing");
     }
 }

@@ -1,8 +1,9 @@
 //! Scopes: every operation refuses a token without the scope it declares
 //! (403 in the error shape, naming it, with `X-Accepted-Scopes`) and lets
 //! one with it through; what a token may give another; expiry; the caller's
-//! own token; and a token with every scope of its workspace sees nothing of
-//! another.
+//! own token; a token with every scope of its workspace sees nothing of
+//! another; and events (the feed, histories, webhooks) are read with the
+//! scopes of the records they carry.
 
 use std::collections::HashMap;
 
@@ -162,5 +163,269 @@ api_test! {
         mine.patch(&format!("/v3/tags/{}", theirs["id"].as_str().unwrap()), json!({ "name": "Mine" })).await.expect_error(404);
         let listed: Value = mine.get("/v3/tags").await.expect(200);
         assert!(!listed.to_string().contains("Theirs"));
+    }
+}
+
+// ------------------------------------------------------------ events (#49)
+
+/// One event of every type but the ping in workspace 1's log, as a change
+/// writes it, a minute old: settled for the feed, older than any endpoint
+/// (so only a replay sends them). Their types, in order.
+async fn every_type_in_the_log(app: &TestApp) -> Vec<String> {
+    use shared::domain::events;
+    use shared::record::{Event, EventData, StoredEvent};
+    let base = chrono::Utc::now() - Duration::minutes(1);
+    let mut writes = Vec::new();
+    let mut kinds = Vec::new();
+    for (i, kind) in events::TYPES
+        .iter()
+        .filter(|t| **t != "webhook.ping")
+        .enumerate()
+    {
+        let at = base + Duration::milliseconds(i as i64);
+        let cursor = events::cursor_at(at);
+        let (resource, _) = kind.split_once('.').unwrap();
+        let stored = StoredEvent {
+            event: Event {
+                id: format!("evt_{cursor}"),
+                kind: (*kind).to_owned(),
+                workspace_id: shared::ids::WorkspaceId(1),
+                occurred_at: at,
+                cursor,
+                resource: resource.to_owned(),
+                resource_id: format!("matrix-{i}"),
+                version: Some(1),
+                data: EventData {
+                    object: json!({ "id": format!("matrix-{i}") }),
+                    previous: None,
+                },
+                token_id: "matrix".into(),
+                request_id: "matrix".into(),
+            },
+            ttl: (at + Duration::days(30)).timestamp(),
+        };
+        let item = shared::record::to_item(&stored).unwrap();
+        writes.push(shared::store::Write::Put {
+            item,
+            condition: None,
+        });
+        kinds.push((*kind).to_owned());
+    }
+    app.store.write(writes).await.unwrap();
+    kinds
+}
+
+/// The event types a group's read scope reads, of `kinds`.
+fn read_by(group: Resource, kinds: &[String]) -> Vec<String> {
+    kinds
+        .iter()
+        .filter(|k| shared::domain::events::read_scope(k.as_str()) == Some(Scope::Read(group)))
+        .cloned()
+        .collect()
+}
+
+/// The resources (`contact`, `import`...) whose events `group` reads.
+fn resources_of(group: Resource) -> Vec<&'static str> {
+    shared::domain::events::READ_BY
+        .iter()
+        .filter(|(_, g)| *g == group)
+        .map(|(r, _)| *r)
+        .collect()
+}
+
+/// The settled feed with `token`, from the start: every event's type.
+async fn feed_as(app: &TestApp, token: &str) -> Vec<String> {
+    let mut kinds = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..1000 {
+        let after = cursor
+            .as_deref()
+            .map(|c| format!("&after={c}"))
+            .unwrap_or_default();
+        let page = app
+            .as_token(token)
+            .get(&format!("/v3/events?limit=100{after}"))
+            .await
+            .expect(200);
+        kinds.extend(
+            page["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["type"].as_str().unwrap().to_owned()),
+        );
+        cursor = page["nextCursor"].as_str().map(str::to_owned);
+        if page["hasMore"] != true {
+            return kinds;
+        }
+    }
+    panic!("the feed did not end");
+}
+
+/// A 403 in the error shape that names `scope`, with `X-Accepted-Scopes`.
+#[track_caller]
+fn refused_for(answer: api_tests::TestResponse, scope: Scope) {
+    let accepted = answer
+        .headers
+        .get("x-accepted-scopes")
+        .map(|v| v.to_str().unwrap().to_owned());
+    let body = answer.expect_error(403);
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("`{scope}`")),
+        "{body}"
+    );
+    assert!(
+        accepted.is_some_and(|a| a.split(", ").any(|s| s == scope.to_string())),
+        "{body}"
+    );
+}
+
+api_test! {
+    /// The matrix covers events: for each scope group, a token without its
+    /// read scope (holding every other group's, `events:read` and
+    /// `webhooks:write`) sees none of its events in the feed, gets 403 from
+    /// its histories and from a `types` filter or an endpoint naming them,
+    /// and an endpoint it registers for `*` is never sent one, not even by
+    /// a replay; a token with the scope sees, and is sent, every one.
+    async fn the_scope_matrix_covers_events(app) {
+        let app = app.delivering(api_tests::webhook_settings()).await;
+        let contact = app.a_contact().await;
+        let deal = app.post("/v3/deals", json!({ "name": "Plan", "value": 10, "status": "open", "contactId": contact,
+            "operatorId": 7, "groupId": 1, "pipelineId": "p", "stageId": "s", "origin": "site", "tagIds": [] })).await.expect(201);
+        let record_of = |group: Resource| match group {
+            Resource::Contacts => contact.to_string(),
+            Resource::Deals => deal["id"].as_str().unwrap().to_owned(),
+            other => panic!("a history route of {other:?}: give the matrix one of its records"),
+        };
+        let since = api_tests::serde_json::to_value(chrono::Utc::now() - Duration::minutes(2)).unwrap();
+        let kinds = every_type_in_the_log(&app).await;
+        let mut groups: Vec<Resource> = shared::domain::events::READ_BY.iter().map(|(_, g)| *g).collect();
+        groups.sort();
+        groups.dedup();
+        let histories: Vec<(Resource, &'static str)> = crm::groups().iter()
+            .flat_map(|g| g.routes().iter().filter_map(|r| match r.need {
+                Some(Need::Scope(Scope::Read(resource))) if r.path.ends_with("/history") => Some((resource, r.path)),
+                _ => None,
+            }).collect::<Vec<_>>())
+            .collect();
+        assert_eq!(histories.len(), 2, "{histories:?}");
+
+        for group in groups {
+            let needed = Scope::Read(group);
+            let theirs = read_by(group, &kinds);
+            assert!(!theirs.is_empty(), "{group:?} reads no event type");
+            let others: Vec<Scope> = shared::domain::events::READ_BY.iter().map(|(_, g)| *g)
+                .filter(|g| *g != group && *g != Resource::Webhooks)
+                .map(Scope::Read)
+                .collect();
+            let mut without = others.clone();
+            without.push(Scope::Read(Resource::Events));
+            if group != Resource::Webhooks {
+                without.push(Scope::Write(Resource::Webhooks));
+            }
+            // With the scope: to read (the feed, histories), and to register endpoints.
+            let reader = token_with(&app, &[needed, Scope::Read(Resource::Events)]).await;
+            let with = vec![needed, Scope::Write(Resource::Webhooks)];
+            let (without, with) = (token_with(&app, &without).await, token_with(&app, &with).await);
+
+            // The feed: none of them without the scope, every one with it.
+            let seen = feed_as(&app, &without).await;
+            assert!(!seen.iter().any(|k| theirs.contains(k)), "{group:?}: {seen:?}");
+            assert!(!seen.is_empty(), "{group:?}: the other groups' events are shown");
+            let seen = feed_as(&app, &reader).await;
+            assert!(theirs.iter().all(|k| seen.contains(k)), "{group:?}: {seen:?}");
+            assert!(seen.iter().all(|k| theirs.contains(k)), "{group:?}: {seen:?}");
+            for resource in resources_of(group) {
+                refused_for(app.as_token(&without).get(&format!("/v3/events?types={resource}.*")).await, needed);
+                app.as_token(&reader).get(&format!("/v3/events?types={resource}.*")).await.expect(200);
+            }
+            refused_for(app.as_token(&without).get(&format!("/v3/events?types={}", theirs[0])).await, needed);
+
+            // The histories.
+            for (resource, path) in histories.iter().filter(|(r, _)| *r == group) {
+                let path = path.replace("{id}", &record_of(*resource));
+                refused_for(app.as_token(&without).get(&path).await, needed);
+                let history = app.as_token(&reader).get(&path).await.expect(200);
+                assert!(!history["data"].as_array().unwrap().is_empty(), "{path}: {history}");
+            }
+
+            // Endpoints.
+            if group == Resource::Webhooks {
+                // Without any webhooks scope no endpoint is registered at all.
+                let answer = app.as_token(&without).post("/v3/webhooks", json!({ "url": "https://203.0.114.7/h", "types": ["*"] })).await;
+                refused_for(answer, Scope::Write(Resource::Webhooks));
+                continue;
+            }
+            for resource in resources_of(group) {
+                let answer = app.as_token(&without).post("/v3/webhooks", json!({ "url": "https://203.0.114.7/h", "types": [format!("{resource}.*")] })).await;
+                refused_for(answer, needed);
+            }
+            let answer = app.as_token(&without).post("/v3/webhooks", json!({ "url": "https://203.0.114.7/h", "types": [theirs[0].clone()] })).await;
+            refused_for(answer, needed);
+            let (theirs_receiver, all_receiver) = (api_tests::receiver::Receiver::start().await, api_tests::receiver::Receiver::start().await);
+            let patterns: Vec<String> = resources_of(group).iter().map(|r| format!("{r}.*")).collect();
+            let with_hook = app.as_token(&with).post("/v3/webhooks", json!({ "url": theirs_receiver.url, "types": patterns })).await.expect(201);
+            let all_hook = app.as_token(&without).post("/v3/webhooks", json!({ "url": all_receiver.url, "types": ["*"] })).await.expect(201);
+            let (with_path, all_path) = (format!("/v3/webhooks/{}", with_hook["id"].as_str().unwrap()), format!("/v3/webhooks/{}", all_hook["id"].as_str().unwrap()));
+            // Nor can it take an endpoint over for them.
+            refused_for(app.as_token(&without).patch(&all_path, json!({ "types": patterns })).await, needed);
+            refused_for(app.as_token(&without).patch(&with_path, json!({ "url": all_receiver.url })).await, needed);
+
+            // A replay sends what the endpoint's token reads, and nothing else.
+            let queued = app.post(&format!("{all_path}/replay"), json!({ "since": since })).await.expect(200)["queued"].as_u64().unwrap() as usize;
+            let got = all_receiver.wait_for("the replay", |got| got.len() >= queued).await;
+            let queued_theirs = app.post(&format!("{with_path}/replay"), json!({ "since": since })).await.expect(200)["queued"].as_u64().unwrap() as usize;
+            let got_theirs = theirs_receiver.wait_for("the replay", |got| got.len() >= queued_theirs).await;
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            let sent: Vec<String> = all_receiver.received().iter().map(|r| r.kind()).collect();
+            assert!(!got.is_empty(), "{group:?}: the other groups' events are sent");
+            assert!(!sent.iter().any(|k| theirs.contains(k)), "{group:?}: {sent:?}");
+            let sent: Vec<String> = got_theirs.iter().map(|r| r.kind()).collect();
+            assert!(theirs.iter().all(|k| sent.contains(k)), "{group:?}: {sent:?}");
+            assert!(sent.iter().all(|k| theirs.contains(k)), "{group:?}: {sent:?}");
+            app.delete(&with_path).await.expect(200);
+            app.delete(&all_path).await.expect(200);
+        }
+    }
+}
+
+api_test! {
+    /// Events a token may not read are stepped over as other types are: a
+    /// page may be short, even empty, with `hasMore`, and following
+    /// `nextCursor` reaches each event it may read once. A `types` filter
+    /// naming what it may not read is a 403 naming the scope.
+    async fn the_feed_steps_over_what_a_token_may_not_read(app) {
+        let (app, clock) = app.with_manual_clock();
+        for i in 0..4 {
+            app.post("/v3/tags", json!({ "name": format!("t{i}") })).await.expect(201);
+            app.post("/v3/contacts", json!({ "name": format!("c{i}"), "phone": format!("11 9876{i}-000{i}") })).await.expect(201);
+        }
+        clock.advance(Duration::seconds(16));
+        let reader = token_with(&app, &[Scope::Read(Resource::Tags), Scope::Read(Resource::Events)]).await;
+        let reader = app.as_token(&reader);
+        let (mut seen, mut short, mut cursor) = (Vec::new(), false, None::<String>);
+        for _ in 0..100 {
+            let after = cursor.as_deref().map(|c| format!("&after={c}")).unwrap_or_default();
+            let page = reader.get(&format!("/v3/events?limit=2{after}")).await.expect(200);
+            let data = page["data"].as_array().unwrap();
+            short |= page["hasMore"] == true && data.len() < 2;
+            seen.extend(data.iter().map(|e| (e["type"].clone(), e["resourceId"].clone())));
+            cursor = page["nextCursor"].as_str().map(str::to_owned);
+            if page["hasMore"] != true {
+                break;
+            }
+        }
+        assert!(short, "the contacts' events make short pages");
+        assert_eq!(seen.len(), 4, "{seen:?}");
+        assert!(seen.iter().all(|(kind, _)| kind == "tag.created"), "{seen:?}");
+        let ids: std::collections::BTreeSet<String> = seen.iter().map(|(_, id)| id.to_string()).collect();
+        assert_eq!(ids.len(), 4, "each once: {seen:?}");
+        refused_for(reader.get("/v3/events?types=contact.created").await, Scope::Read(Resource::Contacts));
+        refused_for(reader.get("/v3/events?types=tag.*,deal.*").await, Scope::Read(Resource::Deals));
+        reader.get("/v3/events?types=tag.*").await.expect(200);
+        reader.get("/v3/events?types=*").await.expect(200);
     }
 }

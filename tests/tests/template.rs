@@ -278,12 +278,12 @@ async fn the_table_made_by_create_table_has_the_templates_stream() {
         declared.as_deref(),
         Some(shared::store::dynamo::STREAM_VIEW.as_str())
     );
-    let Some(app) = api_tests::TestApp::dynamodb().await else {
+    let Some(made) = api_tests::TestApp::declared_table_stream().await else {
         return;
     };
     assert_eq!(
-        app.table_stream().await,
-        Some((true, declared.unwrap())),
+        made,
+        (true, declared.unwrap()),
         "DescribeTable of a table made by create_table"
     );
 }

@@ -332,3 +332,107 @@ api_test! {
         assert!(receiver.received().is_empty());
     }
 }
+
+api_test! {
+    /// An endpoint reads with the token that registered it (#49). Revoking
+    /// the token disables it at once, saying why, and nothing more is sent,
+    /// not even a ping; a token that does not read its types cannot take it
+    /// over (403 naming the scope); another that does registers it anew,
+    /// and it delivers again.
+    async fn an_endpoint_stops_with_the_token_that_registered_it(app) {
+        use shared::auth::{Resource, Scope};
+        let app = app.delivering(webhook_settings()).await;
+        let receiver = Receiver::start().await;
+        let owner = api_tests::token_with(&app, &[Scope::Read(Resource::Tags), Scope::Write(Resource::Webhooks)]).await;
+        let created = app.as_token(&owner).post("/v3/webhooks", json!({ "url": receiver.url, "types": ["tag.*"] })).await.expect(201);
+        let path = format!("/v3/webhooks/{}", created["id"].as_str().unwrap());
+        assert_eq!(created["owner"]["scopes"], json!(["tags:read", "webhooks:write"]), "{created}");
+        let token_id = created["owner"]["tokenId"].as_str().unwrap().to_owned();
+        app.post("/v3/tags", json!({ "name": "before" })).await.expect(201);
+        receiver.wait_for("the tag", |got| !got.is_empty()).await;
+
+        app.delete(&format!("/v3/api-tokens/{token_id}")).await.expect(200);
+        let read = app.get(&path).await.expect(200);
+        assert_eq!(read["enabled"], false, "{read}");
+        assert!(read["disabledReason"].as_str().unwrap().contains("revoked"), "{read}");
+        app.post("/v3/tags", json!({ "name": "after" })).await.expect(201);
+        let refused = app.post(&format!("{path}/test"), json!({})).await.expect_error(409);
+        assert!(refused["message"].as_str().unwrap().contains("revoked"), "{refused}");
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        assert_eq!(receiver.received().len(), 1, "nothing after the revocation: {:?}", kinds(&receiver.received()));
+
+        let hooks_only = api_tests::token_with(&app, &[Scope::Write(Resource::Webhooks)]).await;
+        for patch in [json!({ "enabled": true }), json!({ "url": receiver.url }), json!({ "types": ["tag.created"] })] {
+            let refused = app.as_token(&hooks_only).patch(&path, patch).await.expect_error(403);
+            assert!(refused["message"].as_str().unwrap().contains("`tags:read`"), "{refused}");
+        }
+        let again = app.patch(&path, json!({ "enabled": true })).await.expect(200);
+        assert_eq!(again["owner"]["scopes"], json!(["admin"]));
+        app.post("/v3/tags", json!({ "name": "again" })).await.expect(201);
+        receiver.wait_for("the tag after the new registration", |got| {
+            got.iter().any(|r| r.event()["data"]["object"]["name"] == "again")
+        }).await;
+    }
+}
+
+/// Rewrites workspace 1's stored endpoint `id` with `change`: as time
+/// passing, or an earlier version, would have left it.
+async fn rewrite(app: &TestApp, id: &str, change: impl FnOnce(&mut shared::store::Item)) {
+    let key = shared::keys::webhook(shared::ids::WorkspaceId(1), id);
+    let mut item = app
+        .store
+        .get(&key, true)
+        .await
+        .unwrap()
+        .expect("the endpoint");
+    change(&mut item);
+    app.store
+        .write(vec![shared::store::Write::Put {
+            item,
+            condition: None,
+        }])
+        .await
+        .unwrap();
+}
+
+api_test! {
+    /// Once the registering token has expired, the next delivery sends
+    /// nothing and disables the endpoint, saying why; an endpoint kept
+    /// from before owners (none stored) sends nothing either, and a replay
+    /// or ping of it is a 409, until a token registers it anew.
+    async fn an_endpoint_stops_when_its_token_expires(app) {
+        let app = app.delivering(webhook_settings()).await;
+        let receiver = Receiver::start().await;
+        let (path, _) = endpoint(&app, &receiver, json!(["tag.*"])).await;
+        let id = path.rsplit('/').next().unwrap().to_owned();
+        // Its token's expiry, as the endpoint keeps it, passed.
+        rewrite(&app, &id, |item| {
+            let past = shared::ids::format_ts(&(chrono::Utc::now() - chrono::Duration::seconds(1)));
+            item.get_mut("owner").unwrap()["expiresAt"] = json!(past);
+        }).await;
+        app.post("/v3/tags", json!({ "name": "late" })).await.expect(201);
+        let log = log_when(&app, &path, |log| log.first().is_some_and(|d| d["status"] == "failed")).await;
+        assert!(log[0]["reason"].as_str().unwrap().contains("expired"), "{log:?}");
+        let read = app.get(&path).await.expect(200);
+        assert_eq!(read["enabled"], false, "{read}");
+        assert!(read["disabledReason"].as_str().unwrap().contains("expired"), "{read}");
+        assert!(receiver.received().is_empty());
+
+        // No owner stored (an endpoint from before): nothing is sent.
+        app.patch(&path, json!({ "enabled": true })).await.expect(200);
+        rewrite(&app, &id, |item| {
+            item.remove("owner");
+        }).await;
+        assert!(app.get(&path).await.expect(200).get("owner").is_none());
+        app.post(&format!("{path}/test"), json!({})).await.expect_error(409);
+        let since = api_tests::serde_json::to_value(chrono::Utc::now() - chrono::Duration::minutes(1)).unwrap();
+        app.post(&format!("{path}/replay"), json!({ "since": since })).await.expect_error(409);
+        app.post("/v3/tags", json!({ "name": "ownerless" })).await.expect(201);
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        assert!(receiver.received().is_empty(), "{:?}", kinds(&receiver.received()));
+        // Registered anew: it delivers.
+        app.patch(&path, json!({ "types": ["tag.*"] })).await.expect(200);
+        app.post("/v3/tags", json!({ "name": "owned" })).await.expect(201);
+        receiver.wait_for("the tag once registered anew", |got| !got.is_empty()).await;
+    }
+}

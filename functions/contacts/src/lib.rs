@@ -53,6 +53,7 @@ pub fn group() -> Group {
         .summary("Read a contact")
         .get("/v3/contacts/{id}/history", history)
         .summary("Read a contact's events, oldest first")
+        .describe("Each event carries the contact as its GET shows it: `contacts:read` (or `contacts:write`, `*:read`, `*:write`, `admin`) decides, as for the contact's GET; `events:read` alone reads no history.")
         .extension()
         .patch("/v3/contacts/{id}", update)
         .summary("Update a contact")

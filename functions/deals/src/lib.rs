@@ -27,6 +27,7 @@ pub fn group() -> Group {
         .summary("Read a deal")
         .get("/v3/deals/{id}/history", history)
         .summary("Read a deal's events, oldest first")
+        .describe("Each event carries the deal as its GET shows it: `deals:read` (or `deals:write`, `*:read`, `*:write`, `admin`) decides, as for the deal's GET; `events:read` alone reads no history.")
         .extension()
         .patch("/v3/deals/{id}", update)
         .summary("Update a deal")

@@ -20,6 +20,7 @@ pub fn group() -> Group {
         .scoped(Resource::Webhooks)
         .post("/v3/webhooks", create)
         .summary("Register a webhook endpoint (its secret is shown once)")
+        .describe(REGISTER)
         .extension()
         .get("/v3/webhooks", list)
         .summary("List the workspace's webhook endpoints")
@@ -29,6 +30,7 @@ pub fn group() -> Group {
         .extension()
         .patch("/v3/webhooks/{id}", update)
         .summary("Change a webhook endpoint (url, types, enabled...)")
+        .describe("Changing `url` or `types`, or enabling a disabled endpoint, registers it anew: every type it names must be readable by the patching token (403 naming the scope otherwise; `*` is every type that token reads), which becomes its `owner`. Changing `description` or `importRows`, or disabling it, keeps its owner.")
         .extension()
         .delete("/v3/webhooks/{id}", delete)
         .summary("Delete a webhook endpoint")
@@ -38,21 +40,35 @@ pub fn group() -> Group {
         .extension()
         .post("/v3/webhooks/{id}/test", ping)
         .summary("Send a webhook.ping event now and answer how it went")
+        .describe("Sent only while the endpoint's owner token stands and reads `webhook` events: 409 once that token was revoked or expired (register the endpoint anew with a `PATCH`).")
         .extension()
         .get("/v3/webhooks/{id}/deliveries", deliveries)
         .summary("List an endpoint's deliveries, newest first, with every attempt")
         .extension()
         .post("/v3/webhooks/{id}/deliveries/{deliveryId}/retry", retry)
         .summary("Send a delivery again now")
+        .describe("The attempt sends the event only if the endpoint's owner token still stands and reads its type; otherwise the delivery fails saying why.")
         .extension()
         .post("/v3/webhooks/{id}/replay", replay)
         .summary("Deliver again every matching event since a time")
+        .describe("Queues the events since `since` of the endpoint's types that its owner token reads; others are stepped over (`queued` counts what was queued). 409 once the owner token was revoked or expired.")
         .extension()
         .delivers::<Event>(
             events::TYPES,
             "An event, POSTed to every endpoint that asked for its type",
         )
+        .noting(events::sent_with)
 }
+
+/// Whose reads an endpoint delivers (docs/design.md, "Webhooks").
+const REGISTER: &str = "An endpoint delivers with the reads of the token that registers it, \
+kept as its `owner`: every type in `types` must be readable by that token (`contact.*` \
+needs `contacts:read`, or `contacts:write`, `*:read`, `*:write`, `admin`; the feed's \
+description lists each resource's scope), 403 naming the scope otherwise; `*` is every \
+type the token reads. Deliveries, replays and the test ping send only those. Revoking \
+the token disables its endpoints at once; once it expires, the next delivery sends \
+nothing and disables the endpoint. Register it anew (a `PATCH` of `types`, or \
+`enabled: true`) with another token to resume, and replay what was missed.";
 
 shared::text_path_param!(
     /// A delivery's id: `dlv_` and a ULID.

@@ -108,6 +108,7 @@ impl Check {
             workspace_id: secret.workspace_id,
             token_id: secret.token_id,
             scopes: secret.scopes,
+            expires_at: secret.expires_at,
         };
         identity.allows(*need)?;
         Ok(identity)

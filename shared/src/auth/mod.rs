@@ -22,7 +22,7 @@ use axum::http::header::AUTHORIZATION;
 use serde::{Deserialize, Serialize};
 
 pub use check::{Gated, TokenCheck};
-pub use scope::{Need, Resource, Scope, grants};
+pub use scope::{Need, Resource, Scope, grants, missing};
 pub use token::{TOKEN_PREFIX, TokenShape, generate_token, hash_token, token_shape};
 
 use crate::error::ApiError;
@@ -36,6 +36,9 @@ pub struct Identity {
     pub workspace_id: WorkspaceId,
     pub token_id: String,
     pub scopes: Vec<Scope>,
+    /// When the token stops working (`None`: never): a webhook endpoint it
+    /// registers keeps it with its scopes, and stops with it.
+    pub expires_at: Option<Timestamp>,
 }
 
 impl Identity {
@@ -86,6 +89,7 @@ impl Caller {
             workspace_id: workspace_id.into(),
             token_id: who.to_owned(),
             scopes: vec![Scope::Admin],
+            expires_at: None,
         };
         Self::new(identity, ids::new_ulid())
     }

@@ -7,6 +7,12 @@
 //!   is one Query that reads at most `limit` events, at any workspace size;
 //!   with `types`, the events of other types among them are stepped over (a
 //!   page may then hold fewer than `limit`, and `hasMore` says to go on).
+//! - An event carries its record, so it is shown only to a token that may
+//!   read that record ([`read_scope`]: `contact.*` needs `contacts:read`,
+//!   or what grants it). The feed steps over the others as it does other
+//!   types; a `types` filter naming one is a 403 naming the scope. A
+//!   webhook endpoint delivers by the same rule, with the scopes of the
+//!   token that registered it (`crate::domain::webhooks::record::Owner`).
 //! - `GET /v3/contacts/{id}/history` (and deals'): one record's events,
 //!   oldest first, with the same cursor; not held back by [`SETTLE`].
 //!
@@ -15,7 +21,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::auth::Caller;
+use crate::auth::{self, Caller, Resource, Scope};
 use crate::error::{ApiError, ApiResult};
 use crate::ids;
 use crate::keys;
@@ -79,6 +85,77 @@ pub const TYPES: &[&str] = &[
     "webhook.enabled",
     "webhook.ping",
 ];
+
+/// Which scope group reads the records of each event resource (the part of
+/// a type before the dot): an event carries its record, so reading it takes
+/// that group's read scope (`contacts:read`, or its `:write`, `*:read`,
+/// `*:write`, `admin`). Organizations and conversations are shown through
+/// contacts; imports are contacts' (`/v3/contacts/import`); snapshots are
+/// dashboards'; sessions are reports'; orders, checkout links, welcome
+/// messages and churn reasons are the workspace's (`workspaces:read`).
+pub const READ_BY: &[(&str, Resource)] = &[
+    ("contact", Resource::Contacts),
+    ("import", Resource::Contacts),
+    ("organization", Resource::Contacts),
+    ("conversation", Resource::Contacts),
+    ("deal", Resource::Deals),
+    ("tag", Resource::Tags),
+    ("session", Resource::Reports),
+    ("campaign", Resource::Campaigns),
+    ("dashboard", Resource::Dashboards),
+    ("snapshot", Resource::Dashboards),
+    ("product", Resource::Products),
+    ("customField", Resource::CustomFields),
+    ("businessHour", Resource::BusinessHours),
+    ("apiToken", Resource::ApiTokens),
+    ("checkoutLink", Resource::Workspaces),
+    ("order", Resource::Workspaces),
+    ("welcomeMessage", Resource::Workspaces),
+    ("churnReason", Resource::Workspaces),
+    ("workspace", Resource::Workspaces),
+    ("webhook", Resource::Webhooks),
+];
+
+/// The scope that reads events of `kind` (`contact.created`, `deal.*` or
+/// the resource alone): `None` for a resource no table row names, which no
+/// token reads (a type added without its row is shown to nobody, and a
+/// test holds every type to a row).
+pub fn read_scope(kind: &str) -> Option<Scope> {
+    let resource = kind.split('.').next()?;
+    READ_BY
+        .iter()
+        .find(|(name, _)| *name == resource)
+        .map(|(_, group)| Scope::Read(*group))
+}
+
+/// What the OpenAPI document says of the webhook payload `kind`: which
+/// scope the endpoint's owner needs for it to be sent.
+pub fn sent_with(kind: &str) -> String {
+    let Some(scope) = read_scope(kind) else {
+        return "Sent to no endpoint.".to_owned();
+    };
+    let grants: Vec<String> = scope.granted_by().iter().map(ToString::to_string).collect();
+    let ping = if kind == "webhook.ping" {
+        " Sent by `POST /v3/webhooks/{id}/test` alone, never in the feed."
+    } else {
+        ""
+    };
+    format!(
+        "Sent to an endpoint whose `types` name it (or its resource's `.*`, or `*`) while the token that registered it (its `owner`) stands and reads it: one of {}.{ping}",
+        grants
+            .iter()
+            .map(|g| format!("`{g}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// Whether a token holding `held` may read events of `kind`. `held` is
+/// taken as a token's scopes are: none stored is `*:write`
+/// ([`auth::grants`]).
+pub fn readable(held: &[Scope], kind: &str) -> bool {
+    read_scope(kind).is_some_and(|scope| auth::grants(held, scope))
+}
 
 /// Events per page, at most, and by default.
 pub const MAX_LIMIT: u64 = 500;
@@ -163,6 +240,18 @@ impl TypeFilter {
         Ok(Self(patterns))
     }
 
+    /// The first read scope its patterns need that `held` does not grant: a
+    /// type or a resource's types (`contact.created`, `contact.*`) needs
+    /// that resource's read scope; `*` needs none, since it means "every
+    /// type the token may read".
+    pub fn unreadable(&self, held: &[Scope]) -> Option<Scope> {
+        self.0
+            .iter()
+            .filter(|pattern| pattern.as_str() != "*")
+            .find(|pattern| !readable(held, pattern.as_str()))
+            .map(|pattern| read_scope(pattern.as_str()).unwrap_or(Scope::Admin))
+    }
+
     pub fn admits(&self, kind: &str) -> bool {
         self.0.is_empty()
             || self.0.iter().any(|p| {
@@ -227,14 +316,16 @@ impl Source {
     }
 }
 
-/// One page of events from `source`, after `after`, up to `upto`.
+/// One page of events from `source`, after `after`, up to `upto`: every
+/// unexpired event read. `nextCursor` is the last event read, whether or
+/// not a reader keeps it ([`EventPage::keep`]), so stepping over events
+/// never makes a reader skip or read again one it would keep.
 async fn page(
     store: &dyn Store,
     source: Source,
     after: Option<String>,
     upto: Option<String>,
     limit: usize,
-    types: &TypeFilter,
 ) -> ApiResult<EventPage> {
     let range = match &upto {
         Some(upto) => SkRange::AtMost(upto.clone()),
@@ -250,7 +341,7 @@ async fn page(
     for item in page.items {
         let stored: StoredEvent = from_item(item)?;
         last = Some(stored.event.cursor.clone());
-        if !stored.expired(now) && types.admits(&stored.event.kind) {
+        if !stored.expired(now) {
             data.push(stored.event);
         }
     }
@@ -261,26 +352,47 @@ async fn page(
     })
 }
 
-/// The caller's workspace's events after `q.after`, settled ([`SETTLE`]).
+impl EventPage {
+    /// Leaves out the events `keep` refuses; `nextCursor` and `hasMore`
+    /// stay as read (a page may then hold fewer than `limit`).
+    fn keep(mut self, keep: impl Fn(&Event) -> bool) -> Self {
+        self.data.retain(|event| keep(event));
+        self
+    }
+}
+
+/// The caller's workspace's events after `q.after`, settled ([`SETTLE`]),
+/// of the types asked for and of the records the caller's token may read
+/// ([`readable`]); a `types` filter naming records it may not read is a 403
+/// naming the scope.
 pub async fn feed(store: &dyn Store, caller: &Caller, q: EventQuery) -> ApiResult<EventPage> {
     let limit = limit_of(q.limit)?;
     let types = TypeFilter::parse(q.types.as_deref(), "types")?;
     let after = cursor_of(q.after)?;
     let upto = cursor_at(ids::now() - SETTLE);
-    if after.as_deref().is_some_and(|a| a >= upto.as_str()) {
-        // Nothing settled after it yet: come back later, from the same cursor.
-        return Ok(EventPage {
-            data: Vec::new(),
-            next_cursor: after,
-            has_more: false,
-        });
-    }
-    let source = Source {
-        index: Index::TABLE,
-        partition: keys::events(caller.workspace_id),
-        events: None,
+    let reading = async {
+        if after.as_deref().is_some_and(|a| a >= upto.as_str()) {
+            // Nothing settled after it yet: come back later, from the same cursor.
+            return Ok(EventPage {
+                data: Vec::new(),
+                next_cursor: after.clone(),
+                has_more: false,
+            });
+        }
+        let source = Source {
+            index: Index::TABLE,
+            partition: keys::events(caller.workspace_id),
+            events: None,
+        };
+        page(store, source, after.clone(), Some(upto.clone()), limit).await
     };
-    page(store, source, after, Some(upto), limit, &types).await
+    // The page's Query goes out beside the token's read, as every read does.
+    let (read, identity) = tokio::join!(reading, caller.identity());
+    let held = &identity?.scopes;
+    if let Some(needed) = types.unreadable(held) {
+        return Err(auth::missing(needed));
+    }
+    Ok(read?.keep(|event| types.admits(&event.kind) && readable(held, &event.kind)))
 }
 
 /// A page of workspace `ws`'s log after `after`, up to `upto` (a cursor),
@@ -298,7 +410,7 @@ pub async fn log_page(
         partition: keys::events(ws),
         events: None,
     };
-    page(store, source, after, upto, limit, &TypeFilter(Vec::new())).await
+    page(store, source, after, upto, limit).await
 }
 
 /// The events of the record of type `R` at `key`, oldest first. The record
@@ -318,7 +430,9 @@ pub async fn history<R: Record>(
 }
 
 /// The events of record `id` of `resource`, whose existence the caller
-/// checked (a merged contact's history stays readable under its id).
+/// checked (a merged contact's history stays readable under its id). Its
+/// route needs the record's read scope (`contacts:read` for a contact's),
+/// as the record's GET does; the events are held to it again here.
 pub async fn history_of(
     store: &dyn Store,
     caller: &Caller,
@@ -334,7 +448,13 @@ pub async fn history_of(
         partition: keys::history(ws, resource, id),
         events: Some(keys::events(ws)),
     };
-    page(store, source, after, None, limit, &TypeFilter(Vec::new())).await
+    let read = page(store, source, after, None, limit);
+    let (read, identity) = tokio::join!(read, caller.identity());
+    let held = &identity?.scopes;
+    if let Some(needed) = read_scope(resource).filter(|scope| !auth::grants(held, *scope)) {
+        return Err(auth::missing(needed));
+    }
+    read
 }
 
 /// What a reader that follows the feed from the start holds: each record's
@@ -352,4 +472,61 @@ pub fn replay(events: &[Event]) -> std::collections::BTreeMap<(String, String), 
         }
     }
     state
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_event_resource_has_its_read_scope() {
+        for kind in TYPES {
+            assert!(read_scope(kind).is_some(), "{kind} has no row in READ_BY");
+        }
+        for (resource, _) in READ_BY {
+            assert!(
+                TYPES.iter().any(|t| t.split('.').next() == Some(*resource)),
+                "{resource} makes no event"
+            );
+        }
+    }
+
+    #[test]
+    fn an_event_is_read_with_its_records_scope() {
+        let contacts = [
+            Scope::Read(Resource::Contacts),
+            Scope::Read(Resource::Events),
+        ];
+        assert!(readable(&contacts, "contact.created"));
+        assert!(readable(&contacts, "import.completed"));
+        assert!(!readable(&contacts, "deal.won"));
+        assert!(!readable(
+            &[Scope::Read(Resource::Events)],
+            "contact.created"
+        ));
+        assert!(readable(&[Scope::Write(Resource::Deals)], "deal.won"));
+        assert!(readable(&[Scope::ReadAll], "apiToken.created"));
+        assert!(
+            readable(&[], "contact.created"),
+            "none stored acts as *:write"
+        );
+        assert!(!readable(&[Scope::EraseContacts], "contact.erased"));
+        assert!(!readable(&[Scope::Admin], "nothing.created"));
+        let filter = TypeFilter::checked(
+            vec!["contact.*".into(), "deal.won".into(), "*".into()],
+            "types",
+        )
+        .unwrap();
+        assert_eq!(
+            filter.unreadable(&contacts),
+            Some(Scope::Read(Resource::Deals))
+        );
+        assert_eq!(filter.unreadable(&[Scope::ReadAll]), None);
+        assert_eq!(
+            TypeFilter::parse(None, "types")
+                .unwrap()
+                .unreadable(&[Scope::Read(Resource::Events)]),
+            None
+        );
+    }
 }

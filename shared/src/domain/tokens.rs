@@ -3,8 +3,11 @@
 //!
 //! Each token is two items written together: the listed record in its
 //! workspace, and the secret item keyed by the SHA-256 that authentication reads.
-//! Revoking deletes both. A token gives another no scope it does not hold
-//! itself, and revokes none that holds more (docs/design.md, "Scopes").
+//! Revoking deletes both, and disables the webhook endpoints the token
+//! registered in the same transaction: an endpoint reads with its owner's
+//! scopes, and stops with it (docs/design.md, "Webhooks"). A token gives
+//! another no scope it does not hold itself, and revokes none that holds
+//! more (docs/design.md, "Scopes").
 
 use serde::{Deserialize, Serialize};
 use validator::Validate;
@@ -274,6 +277,8 @@ pub async fn revoke(store: &dyn Store, caller: &Caller, id: &str) -> ApiResult<T
     m.delete_record(&token, "API token")
         .remove(keys::token_secret(&token.sha256))
         .count_list(&keys::counter(caller.workspace_id, LIST), -1);
+    crate::domain::webhooks::endpoints::disable_owned_by(store, &mut m, caller.workspace_id, id)
+        .await?;
     m.commit(store, "apiToken.revoke", "apiToken", id).await?;
     Ok(token.into())
 }

@@ -131,6 +131,7 @@ pub async fn create(
 ) -> ApiResult<CreatedWorkspace> {
     caller.require_admin().await?;
     let token_name = input.token_name.as_deref().unwrap_or("default").to_owned();
+    let created_by = caller.token_id().await?.to_owned();
     with_fresh_id(|id| {
         let id = WorkspaceId(id);
         let workspace = Workspace {
@@ -142,12 +143,17 @@ pub async fn create(
             version: 1,
         };
         let token_name = token_name.clone();
+        // The change is the new workspace's: its events (`workspace.created`,
+        // `apiToken.created`) and its audit entry go there, never into the
+        // operator's workspace, whose readers and webhooks would see them.
+        let acting = caller.acting_in(id);
+        let created_by = created_by.clone();
         async move {
-            let mut m = Mutation::new(caller);
+            let mut m = Mutation::new(&acting);
             m.create(&workspace)?;
             let issued = tokens::issue(
                 &mut m,
-                caller.token_id().await?,
+                &created_by,
                 id,
                 &token_name,
                 vec![Scope::WriteAll],
@@ -179,7 +185,9 @@ pub async fn set_environment(
         environment,
         ..current.clone()
     };
-    let mut m = Mutation::new(caller);
+    // The workspace moved is the one changed: its event and audit entry are its own.
+    let acting = caller.acting_in(id);
+    let mut m = Mutation::new(&acting);
     if !m.update(&current, &mut workspace)? {
         return Ok(current);
     }

@@ -216,6 +216,10 @@ pub struct Route {
     /// The handler's path (`tags::list_v1`), unique in the service.
     pub operation_id: String,
     pub summary: Option<&'static str>,
+    /// What the summary leaves out: for a route whose answer depends on
+    /// more than the scope it needs (the event feed, the webhooks), which
+    /// scopes decide what it answers.
+    pub description: Option<&'static str>,
     /// Not in the original API specification.
     pub extension: bool,
     /// What its caller needs: from the group's resource and the method
@@ -329,6 +333,7 @@ impl Group {
             path,
             operation_id: std::any::type_name::<H>().replace("::", "."),
             summary: None,
+            description: None,
             extension: false,
             read_back: None,
             describe: openapi::describe::<I, O>,
@@ -342,6 +347,25 @@ impl Group {
     pub fn summary(mut self, text: &'static str) -> Self {
         if let Some(route) = self.routes.last_mut() {
             route.summary = Some(text);
+        }
+        self
+    }
+
+    /// The description of the route added last (the document's
+    /// `description`: what the summary leaves out).
+    pub fn describe(mut self, text: &'static str) -> Self {
+        if let Some(route) = self.routes.last_mut() {
+            route.description = Some(text);
+        }
+        self
+    }
+
+    /// Describes each payload of the [`Group::delivers`] added last: `note`
+    /// of its name (for webhooks: which scope an endpoint's token needs to
+    /// be sent it).
+    pub fn noting(mut self, note: fn(&str) -> String) -> Self {
+        if let Some(outgoing) = self.outgoing.last_mut() {
+            outgoing.note = Some(note);
         }
         self
     }

@@ -65,6 +65,7 @@ pub fn document(groups: &[Group]) -> Value {
                     operation_id: Some(route.operation_id.clone()),
                     tags: vec![group.name.to_owned()],
                     summary: route.summary.map(str::to_owned),
+                    description: route.description.map(str::to_owned),
                     ..Default::default()
                 };
                 (route.describe)(ctx, &mut operation);

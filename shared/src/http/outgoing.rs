@@ -10,6 +10,8 @@ use serde_json::{Value, json};
 pub struct Outgoing {
     pub names: &'static [&'static str],
     pub summary: &'static str,
+    /// Said of each name in its entry's `description` (`Group::noting`).
+    pub note: Option<fn(&str) -> String>,
     pub(super) schema: fn(&mut GenContext) -> schemars::Schema,
 }
 
@@ -18,6 +20,7 @@ impl Outgoing {
         Self {
             names,
             summary,
+            note: None,
             schema: |ctx| ctx.schema.subschema_for::<T>(),
         }
     }
@@ -33,24 +36,25 @@ pub(super) fn section(
     for out in outgoing {
         let schema = serde_json::to_value((out.schema)(ctx)).unwrap_or(Value::Null);
         for name in out.names {
-            section.insert(
-                (*name).to_owned(),
-                json!({ "post": {
-                    "operationId": format!("webhook.{name}"),
-                    "summary": format!("{} ({name})", out.summary),
-                    "parameters": [
-                        header("webhook-id", "The event's id: the same on every retry; drop what you already have."),
-                        header("webhook-timestamp", "When this attempt was signed, in epoch seconds: refuse one far from now."),
-                        header("webhook-signature", "`v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>` keyed by the secret's bytes; during a rotation, one per secret, space-separated."),
-                    ],
-                    "requestBody": { "required": true, "content": { "application/json": { "schema": schema } } },
-                    "responses": {
-                        "2XX": { "description": "Received: the delivery ends." },
-                        "410": { "description": "Gone: the endpoint is disabled, no event is sent again." },
-                        "default": { "description": "Anything else, or no answer within 15 s: the event is sent again (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h; a 429's or 503's Retry-After is honoured)." },
-                    },
-                }}),
-            );
+            let mut entry = json!({ "post": {
+                "operationId": format!("webhook.{name}"),
+                "summary": format!("{} ({name})", out.summary),
+                "parameters": [
+                    header("webhook-id", "The event's id: the same on every retry; drop what you already have."),
+                    header("webhook-timestamp", "When this attempt was signed, in epoch seconds: refuse one far from now."),
+                    header("webhook-signature", "`v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>` keyed by the secret's bytes; during a rotation, one per secret, space-separated."),
+                ],
+                "requestBody": { "required": true, "content": { "application/json": { "schema": schema } } },
+                "responses": {
+                    "2XX": { "description": "Received: the delivery ends." },
+                    "410": { "description": "Gone: the endpoint is disabled, no event is sent again." },
+                    "default": { "description": "Anything else, or no answer within 15 s: the event is sent again (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h; a 429's or 503's Retry-After is honoured)." },
+                },
+            }});
+            if let Some(note) = out.note {
+                entry["post"]["description"] = json!(note(name));
+            }
+            section.insert((*name).to_owned(), entry);
         }
     }
     section

@@ -124,6 +124,18 @@ pub fn workspace(workspace_id: WorkspaceId) -> Key {
     Key::new(ws(workspace_id), "WORKSPACE")
 }
 
+/// The workspace a tenant item belongs to, read from its partition key
+/// (`W#<ws>` or `W#<ws>#...`); `None` for the few keys that name no
+/// workspace (a token secret, the churn-reason list...).
+pub fn workspace_of(key: &Key) -> Option<WorkspaceId> {
+    let rest = key.pk.strip_prefix("W#")?;
+    let digits = rest.split('#').next()?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok().map(WorkspaceId)
+}
+
 /// The partition that holds one kind of record of a workspace.
 pub fn collection(workspace_id: WorkspaceId, kind: &str) -> String {
     // Built in place: every read by id builds one (`format!` twice was 3% of it).
@@ -160,6 +172,26 @@ mod tests {
         // queries are on whole partition keys, and the separator ends the number.
         assert_ne!(tags(WorkspaceId(7)), tags(WorkspaceId(70)));
         assert!(!tags(WorkspaceId(70)).starts_with(&format!("{}#", ws(WorkspaceId(7)))));
+    }
+
+    #[test]
+    fn a_tenant_key_names_its_workspace() {
+        assert_eq!(
+            workspace_of(&workspace(WorkspaceId(7))),
+            Some(WorkspaceId(7))
+        );
+        assert_eq!(
+            workspace_of(&tag(WorkspaceId(70), 1)),
+            Some(WorkspaceId(70))
+        );
+        assert_eq!(
+            workspace_of(&token(WorkspaceId(12), "01J")),
+            Some(WorkspaceId(12))
+        );
+        assert_eq!(workspace_of(&token_secret("abc")), None);
+        assert_eq!(workspace_of(&Key::new("CHURNREASON", "x")), None);
+        assert_eq!(workspace_of(&Key::new("W#", "x")), None);
+        assert_eq!(workspace_of(&Key::new("W#x1#TAG", "x")), None);
     }
 
     #[test]

@@ -105,6 +105,10 @@ impl StoredEvent {
 
 /// A change a mutation is making, to be written as its event at commit.
 pub(super) struct Change {
+    /// The workspace of the record changed (its key's): the event is that
+    /// workspace's, whoever made the change. `None` for a record of no
+    /// workspace (the churn-reason list), whose event is the caller's.
+    pub workspace: Option<WorkspaceId>,
     pub resource: &'static str,
     pub resource_id: String,
     pub verb: &'static str,
@@ -121,6 +125,7 @@ impl Change {
         let object = after.event_object();
         let previous = before.map(|b| moved(&b.event_object(), &object));
         Some(Self {
+            workspace: keys::workspace_of(&after.key()),
             resource,
             resource_id: after.event_id(),
             verb: after.event_verb(before, created),
@@ -133,6 +138,7 @@ impl Change {
     /// The deletion of `record`.
     pub fn deleted<R: Record>(record: &R) -> Option<Self> {
         Some(Self {
+            workspace: keys::workspace_of(&record.key()),
             resource: R::EVENTS?,
             resource_id: record.event_id(),
             verb: "deleted",
@@ -142,7 +148,9 @@ impl Change {
         })
     }
 
-    /// Its event, made by `caller` (as `token_id`) now.
+    /// Its event, made by `caller` (as `token_id`) now, in the workspace of
+    /// the record changed (an operator's change of another workspace is an
+    /// event of that workspace, never of the operator's).
     pub fn into_event(self, caller: &Caller, token_id: &str) -> StoredEvent {
         let cursor = ids::new_ulid();
         let occurred_at = Stamps::new().created_at;
@@ -150,7 +158,7 @@ impl Change {
             event: Event {
                 id: format!("{ID_PREFIX}{cursor}"),
                 kind: format!("{}.{}", self.resource, self.verb),
-                workspace_id: caller.workspace_id,
+                workspace_id: self.workspace.unwrap_or(caller.workspace_id),
                 occurred_at,
                 cursor,
                 resource: self.resource.to_owned(),

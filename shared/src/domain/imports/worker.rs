@@ -28,6 +28,7 @@ pub async fn process(store: &dyn Store, ws: WorkspaceId, job_id: &str) -> ApiRes
         workspace_id: ws,
         token_id: format!("import:{}", job.id),
         scopes: Vec::new(),
+        expires_at: None,
     };
     let caller = Caller::new(worker.clone(), job.id.clone());
 

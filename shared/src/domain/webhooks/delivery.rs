@@ -8,7 +8,10 @@
 //!    back to the queue for the rest of its wait (SQS holds a message 15
 //!    minutes at most); one held by a sender (`sending`) is sent back until
 //!    that sender's claim lapses, as a message that names the claim (see
-//!    below);
+//!    below); then it reads the endpoint, its health and its owner's token
+//!    record (one BatchGetItem): a delivery whose endpoint's owner was
+//!    revoked or expired is failed and the endpoint disabled, and one of a
+//!    type its owner does not read is failed, nothing sent either way;
 //! 2. takes one of the endpoint's delivery slots (at most
 //!    `CRM_WEBHOOK_CONCURRENCY` deliveries to one endpoint at a time; none
 //!    free: back to the queue in a second), and claims the delivery with a
@@ -50,7 +53,7 @@ use crate::keys;
 use crate::outbound;
 use crate::queue::{JobMessage, JobQueue};
 use crate::record::{self, Event, Record, from_item, to_item};
-use crate::store::{Condition, Key, Store, StoreError, Write};
+use crate::store::{Condition, Item, Key, Store, StoreError, Write};
 
 /// The kind of a delivery's queue message.
 pub const KIND: &str = "webhookDelivery";
@@ -122,6 +125,10 @@ pub struct Delivery {
     /// The body of a ping (no event in the log).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload: Option<String>,
+    /// The token id of the endpoint's owner when the delivery was made: its
+    /// record is read with the endpoint at each attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
     pub status: DeliveryStatus,
     #[serde(default)]
     pub attempts: Vec<Attempt>,
@@ -167,6 +174,7 @@ impl Delivery {
             event_type: event.kind.clone(),
             event_cursor: Some(event.cursor.clone()),
             payload: None,
+            owner: webhook.owner.as_ref().map(|o| o.token_id.clone()),
             status: DeliveryStatus::Pending,
             attempts: Vec::new(),
             attempt_count: 0,
@@ -317,7 +325,8 @@ pub async fn deliver(
         {
             return requeue(queue, message, wait).await;
         }
-        let (webhook, health) = endpoint_and_health(store, ws, webhook_id).await?;
+        let (webhook, health, owner_token) =
+            endpoint_and_health(store, ws, webhook_id, delivery.owner.as_deref()).await?;
         let read_version = delivery.version;
         let Some(webhook) = webhook.filter(|w| w.enabled) else {
             delivery.stop(
@@ -330,6 +339,38 @@ pub async fn deliver(
             raced = Some(lease);
             continue; // written meanwhile: read it again
         };
+        // The endpoint sends only what its owner's token may read, while it
+        // stands: its token revoked or expired, the endpoint is disabled too.
+        let lapsed = match &webhook.owner {
+            // Registered anew since the delivery was made: read the owner it has now.
+            Some(owner) if delivery.owner.as_deref() != Some(owner.token_id.as_str()) => {
+                endpoints::lapsed(store, &webhook).await?
+            }
+            Some(_) if owner_token.is_none() => Some(webhook.owner_gone()),
+            _ => webhook.lapsed(now),
+        };
+        let refused = match lapsed {
+            Some(reason) => Some((reason, true)),
+            None if !webhook.reads(&delivery.event_type) => Some((
+                format!(
+                    "the token the endpoint reads with does not read `{}` events",
+                    delivery.event_type
+                ),
+                false,
+            )),
+            None => None,
+        };
+        if let Some((reason, disable)) = refused {
+            delivery.stop(DeliveryStatus::Failed, Some(reason.clone()));
+            if save(store, &mut delivery, Some(read_version)).await? {
+                if disable {
+                    endpoints::disable(store, &webhook, reason).await?;
+                }
+                return Ok(());
+            }
+            raced = Some(lease);
+            continue; // written meanwhile: read it again
+        }
         let Some(slot) = slots::take(store, &webhook, settings).await? else {
             let wait = Duration::from_millis(rand::random_range(500..1500));
             return requeue(queue, message, wait).await;
@@ -448,26 +489,34 @@ async fn requeue(queue: &dyn JobQueue, message: &JobMessage, wait: Duration) -> 
         .map_err(|e| ApiError::unavailable(format!("the delivery queue refused a message: {e}")))
 }
 
-/// The endpoint and its health, in one round trip.
+/// The endpoint, its health and the record of the token `owner` (the
+/// endpoint's owner when the delivery was made), in one round trip.
 async fn endpoint_and_health(
     store: &dyn Store,
     ws: WorkspaceId,
     webhook_id: &str,
-) -> ApiResult<(Option<Webhook>, Option<Health>)> {
+    owner: Option<&str>,
+) -> ApiResult<(Option<Webhook>, Option<Health>, Option<Item>)> {
     let (endpoint, health) = (
         keys::webhook(ws, webhook_id),
         keys::webhook_health(ws, webhook_id),
     );
-    let items = store.batch_get(&[endpoint.clone(), health]).await?;
-    let (mut webhook, mut state) = (None, None);
+    let token = owner.map(|id| keys::token(ws, id));
+    let mut wanted = vec![endpoint.clone(), health.clone()];
+    wanted.extend(token.clone());
+    let items = store.batch_get(&wanted).await?;
+    let (mut webhook, mut state, mut owner_token) = (None, None, None);
     for item in items {
-        if Key::of(&item).as_ref() == Some(&endpoint) {
+        let key = Key::of(&item);
+        if key.as_ref() == Some(&endpoint) {
             webhook = Some(from_item(item)?);
-        } else {
+        } else if key.as_ref() == Some(&health) {
             state = Some(from_item(item)?);
+        } else if key.is_some() && key == token {
+            owner_token = Some(item);
         }
     }
-    Ok((webhook, state))
+    Ok((webhook, state, owner_token))
 }
 
 /// Moves the endpoint's health after an attempt; `Some(reason)`: disable it.

@@ -1,18 +1,23 @@
 //! `/v3/webhooks`: create (the secret shown once), read, list, change,
 //! delete, and rotate the secret.
+//!
+//! An endpoint delivers with its owner's reads ([`Owner`]): the token that
+//! registers it must read every type it names (403 naming the scope), and
+//! a change of where or what it delivers (`url`, `types`, enabling it) is a
+//! new registration by the patching token, held to the same rule.
 
 use super::record::{
-    CreatedWebhook, ID_PREFIX, MAX_PER_WORKSPACE, ROTATION_OVERLAP, RotatedSecret, Webhook,
+    CreatedWebhook, ID_PREFIX, MAX_PER_WORKSPACE, Owner, ROTATION_OVERLAP, RotatedSecret, Webhook,
     WebhookCreate, WebhookPatch, WebhookView,
 };
-use crate::auth::Caller;
+use crate::auth::{self, Caller, Identity};
 use crate::domain::events::TypeFilter;
 use crate::error::{ApiError, ApiResult};
 use crate::ids;
 use crate::keys;
 use crate::outbound::{self, sign, target};
 use crate::page::{ListPage, read_up_to};
-use crate::record::{self, Mutation, Stamps, from_item};
+use crate::record::{self, CommitError, Mutation, Stamps, from_item};
 use crate::store::{Index, Query, SkRange, Store};
 
 /// `url` checked as a delivery address (400 on `url` otherwise).
@@ -30,6 +35,16 @@ fn checked_types(types: Vec<String>) -> ApiResult<Vec<String>> {
     Ok(types)
 }
 
+/// `identity` as the owner of an endpoint delivering `types`: 403 naming
+/// the first read scope they need that it lacks (`*` needs none: it is
+/// whatever the owner reads).
+fn owner_of(identity: &Identity, types: &[String]) -> ApiResult<Owner> {
+    if let Some(needed) = TypeFilter::of(types.to_vec()).unreadable(&identity.scopes) {
+        return Err(auth::missing(needed));
+    }
+    Ok(Owner::of(identity))
+}
+
 pub async fn create(
     store: &dyn Store,
     caller: &Caller,
@@ -38,6 +53,7 @@ pub async fn create(
 ) -> ApiResult<CreatedWebhook> {
     let url = checked_url(&input.url, settings)?;
     let types = checked_types(input.types.unwrap_or_else(|| vec!["*".into()]))?;
+    let owner = owner_of(caller.identity().await?, &types)?;
     if all(store, caller).await?.len() >= MAX_PER_WORKSPACE {
         return Err(ApiError::conflict(format!(
             "a workspace has at most {MAX_PER_WORKSPACE} webhook endpoints; delete one first"
@@ -55,6 +71,7 @@ pub async fn create(
         secret: sign::new_secret(),
         previous_secret: None,
         previous_until: None,
+        owner: Some(owner),
         stamps: Stamps::new(),
         version: 1,
     };
@@ -123,11 +140,19 @@ pub async fn update(
 ) -> ApiResult<Webhook> {
     let current = find(store, caller, id, true).await?;
     let mut next = current.clone();
+    // Where or what it delivers, or that it delivers again: a new
+    // registration, by the patching token and with its reads.
+    let registers = patch.url.is_some()
+        || patch.types.is_some()
+        || (patch.enabled == Some(true) && !current.enabled);
     if let Some(url) = patch.url {
         next.url = checked_url(&url, settings)?;
     }
     if let Some(types) = patch.types {
         next.types = checked_types(types)?;
+    }
+    if registers {
+        next.owner = Some(owner_of(caller.identity().await?, &next.types)?);
     }
     if let Some(description) = patch.description {
         next.description = description;
@@ -179,8 +204,10 @@ pub async fn rotate_secret(
     })
 }
 
-/// Disables the endpoint for `reason` (a `410 Gone`, days of failures): the
-/// change is the `webhook.disabled` event.
+/// Disables the endpoint for `reason` (a `410 Gone`, days of failures, its
+/// owner's token revoked or expired): the change is the `webhook.disabled`
+/// event. An endpoint changed meanwhile (another run disabling it too) is
+/// left as the other change made it.
 pub async fn disable(store: &dyn Store, current: &Webhook, reason: String) -> ApiResult<()> {
     let caller = Caller::system(current.workspace_id, "webhooks");
     let mut next = current.clone();
@@ -188,8 +215,55 @@ pub async fn disable(store: &dyn Store, current: &Webhook, reason: String) -> Ap
     next.disabled_reason = Some(reason);
     let mut m = Mutation::new(&caller);
     if m.update(current, &mut next)? {
-        m.commit(store, "webhook.disable", "webhook", &current.id)
-            .await?;
+        match m
+            .commit(store, "webhook.disable", "webhook", &current.id)
+            .await
+        {
+            Ok(()) => {}
+            Err(CommitError::Api(e)) if record::changed_meanwhile(&e) => {}
+            Err(e) => return Err(e.into()),
+        }
     }
     Ok(())
+}
+
+/// The endpoints of `ws` that `token_id` owns and that still deliver,
+/// disabled within mutation `m` (a revocation's, so that the token and what
+/// it reads through its endpoints stop together): at most
+/// [`MAX_PER_WORKSPACE`], two items each.
+pub async fn disable_owned_by(
+    store: &dyn Store,
+    m: &mut Mutation<'_>,
+    ws: ids::WorkspaceId,
+    token_id: &str,
+) -> ApiResult<()> {
+    for current in of_workspace(store, ws).await? {
+        let owned = current
+            .owner
+            .as_ref()
+            .is_some_and(|owner| owner.token_id == token_id);
+        if owned && current.enabled {
+            let mut next = current.clone();
+            next.enabled = false;
+            next.disabled_reason = Some(current.owner_gone());
+            m.update(&current, &mut next)?;
+        }
+    }
+    Ok(())
+}
+
+/// Why `webhook` may deliver nothing more: no owner, an expired one, or
+/// one whose token is gone (one GetItem of the token's record). `None`:
+/// it delivers what its owner reads.
+pub async fn lapsed(store: &dyn Store, webhook: &Webhook) -> ApiResult<Option<String>> {
+    if let Some(reason) = webhook.lapsed(ids::now()) {
+        return Ok(Some(reason));
+    }
+    let Some(owner) = &webhook.owner else {
+        return Ok(None);
+    };
+    let token = store
+        .get(&keys::token(webhook.workspace_id, &owner.token_id), true)
+        .await?;
+    Ok(token.is_none().then(|| webhook.owner_gone()))
 }

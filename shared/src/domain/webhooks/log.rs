@@ -1,5 +1,7 @@
 //! What an integrator does with deliveries: read them, retry one, replay
-//! the events since a time, send a ping.
+//! the events since a time, send a ping. A replay and a ping send only
+//! what the endpoint's owner reads, and nothing once its token is revoked
+//! or expired (409: re-register the endpoint).
 
 use serde::{Deserialize, Serialize};
 
@@ -191,7 +193,9 @@ pub struct Replay {
 pub const REPLAY_PAGE: usize = 500;
 
 /// New deliveries of the endpoint's events since `since` (up to
-/// [`REPLAY_PAGE`] events read per call), each with its event's `webhook-id`.
+/// [`REPLAY_PAGE`] events read per call), each with its event's `webhook-id`:
+/// those of its types that its owner's token reads, stepped over otherwise
+/// (the page may queue fewer; `hasMore` says to go on).
 pub async fn replay(
     store: &dyn Store,
     queue: &dyn JobQueue,
@@ -204,6 +208,11 @@ pub async fn replay(
         return Err(ApiError::conflict(
             "the endpoint is disabled; enable it first",
         ));
+    }
+    if let Some(reason) = endpoints::lapsed(store, &webhook).await? {
+        return Err(ApiError::conflict(format!(
+            "the endpoint sends nothing: {reason}"
+        )));
     }
     let after = match request.after {
         Some(cursor) if ids::is_ulid(&cursor) => cursor,
@@ -238,6 +247,16 @@ pub async fn ping(
     webhook_id: &str,
 ) -> ApiResult<DeliveryView> {
     let webhook = endpoints::find(store, caller, webhook_id, true).await?;
+    if let Some(reason) = endpoints::lapsed(store, &webhook).await? {
+        return Err(ApiError::conflict(format!(
+            "the endpoint sends nothing: {reason}"
+        )));
+    }
+    if !webhook.reads("webhook.ping") {
+        return Err(ApiError::conflict(
+            "the token the endpoint reads with does not read `webhook` events (`webhooks:read`)",
+        ));
+    }
     let cursor = ids::new_ulid();
     let event = Event {
         id: format!("{}{cursor}", crate::record::event::ID_PREFIX),

@@ -1,10 +1,11 @@
 //! A webhook endpoint: where a workspace's events are delivered, which ones,
-//! and the secrets that sign them.
+//! whose reads they are (its [`Owner`]), and the secrets that sign them.
 
 use serde::{Deserialize, Serialize};
 use validator::Validate;
 
-use crate::domain::events::TypeFilter;
+use crate::auth::{Identity, Scope};
+use crate::domain::events::{self, TypeFilter};
 use crate::ids::{self, Timestamp, WorkspaceId};
 use crate::keys;
 use crate::record::{Event, Record, Stamps};
@@ -47,9 +48,64 @@ pub struct Webhook {
         skip_serializing_if = "Option::is_none"
     )]
     pub previous_until: Option<Timestamp>,
+    /// The token whose reads it delivers: the one that registered it, or
+    /// last re-registered it (a `PATCH` of `url` or `types`, or enabling
+    /// it). Absent on an endpoint registered before owners were kept, which
+    /// delivers nothing until a token re-registers it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<Owner>,
     #[serde(flatten)]
     pub stamps: Stamps,
     pub version: u64,
+}
+
+/// Whose reads an endpoint delivers: an event goes out only if this token
+/// may read its record (`crate::domain::events::readable`), and only while
+/// the token stands. Revoking it disables the endpoint (in the revocation's
+/// transaction, and again at any attempt that finds it gone); past its
+/// `expiresAt`, the next attempt sends nothing and disables the endpoint.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "WebhookOwner")]
+pub struct Owner {
+    /// The token's id (`GET /v3/api-tokens` lists it).
+    pub token_id: String,
+    /// Its scopes as they act (`*:write` for a token stored with none).
+    pub scopes: Vec<Scope>,
+    /// When the token stops working, and the endpoint with it.
+    #[schemars(with = "Option<crate::ids::Timestamp>")]
+    #[serde(
+        default,
+        with = "ids::ts_format::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub expires_at: Option<Timestamp>,
+}
+
+impl Owner {
+    /// The token of `identity`, as an endpoint keeps it.
+    pub fn of(identity: &Identity) -> Self {
+        let scopes = if identity.scopes.is_empty() {
+            vec![Scope::WriteAll]
+        } else {
+            identity.scopes.clone()
+        };
+        Self {
+            token_id: identity.token_id.clone(),
+            scopes,
+            expires_at: identity.expires_at,
+        }
+    }
+
+    /// Whether it may read events of `kind` (never with no scope kept).
+    pub fn reads(&self, kind: &str) -> bool {
+        !self.scopes.is_empty() && events::readable(&self.scopes, kind)
+    }
+
+    /// Whether its token has expired by `now`.
+    pub fn expired(&self, now: Timestamp) -> bool {
+        self.expires_at.is_some_and(|at| at <= now)
+    }
 }
 
 crate::versioned!(Webhook);
@@ -100,14 +156,47 @@ impl Webhook {
     }
 
     /// Whether `event` is delivered here: enabled, made after the endpoint,
-    /// of a type it names; a contact an import created only when it asked
-    /// for import rows (the import's own events always).
+    /// of a type it names and its owner reads; a contact an import created
+    /// only when it asked for import rows (the import's own events always).
     pub fn wants(&self, event: &Event) -> bool {
         let import_row = event.token_id.starts_with("import:") && event.resource != "import";
         self.enabled
             && event.occurred_at >= self.stamps.created_at
             && (self.import_rows || !import_row)
             && self.filter().admits(&event.kind)
+            && self.reads(&event.kind)
+    }
+
+    /// Whether its owner may read events of `kind` (none without an owner).
+    pub fn reads(&self, kind: &str) -> bool {
+        self.owner.as_ref().is_some_and(|owner| owner.reads(kind))
+    }
+
+    /// Why it may deliver nothing more, whatever the event, as of `now`: no
+    /// owner kept, or the owner's token expired. (A revoked owner is found
+    /// by reading its token's record: `endpoints::lapsed`.)
+    pub fn lapsed(&self, now: Timestamp) -> Option<String> {
+        match &self.owner {
+            None => Some(
+                "it was registered before endpoints kept the token they read with: \
+                 re-register it (PATCH its types, or enable it) with a token that reads them"
+                    .to_owned(),
+            ),
+            Some(owner) if owner.expired(now) => Some(format!(
+                "the token that registered it ({}) expired; re-register it (PATCH its types, or enable it) with a token that reads them",
+                owner.token_id
+            )),
+            Some(_) => None,
+        }
+    }
+
+    /// Why it may deliver nothing more when its owner's token record was not
+    /// found: the token was revoked.
+    pub fn owner_gone(&self) -> String {
+        format!(
+            "the token that registered it ({}) was revoked; re-register it (PATCH its types, or enable it) with a token that reads them",
+            self.owner.as_ref().map_or("none", |o| o.token_id.as_str())
+        )
     }
 
     fn filter(&self) -> TypeFilter {
@@ -162,6 +251,12 @@ pub struct WebhookView {
         skip_serializing_if = "Option::is_none"
     )]
     pub previous_secret_expires_at: Option<Timestamp>,
+    /// The token whose reads it delivers: only events of records this token
+    /// may read are sent (`*` in `types` is every type it reads). Absent:
+    /// registered before owners were kept; it delivers nothing until a
+    /// token re-registers it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner: Option<Owner>,
     pub workspace_id: WorkspaceId,
     #[serde(flatten)]
     pub stamps: Stamps,
@@ -178,6 +273,7 @@ impl From<&Webhook> for WebhookView {
             disabled_reason: w.disabled_reason.clone(),
             import_rows: w.import_rows,
             previous_secret_expires_at: w.previous_until.filter(|until| *until > ids::now()),
+            owner: w.owner.clone(),
             workspace_id: w.workspace_id,
             stamps: w.stamps.clone(),
         }
@@ -218,7 +314,9 @@ pub struct WebhookCreate {
     #[validate(length(min = 1, max = 2048))]
     pub url: String,
     /// The event types to deliver (default `["*"]`): `contact.created`,
-    /// `deal.*`, `*`.
+    /// `deal.*`, `*`. Each must be readable by the token that registers the
+    /// endpoint (`contact.*` needs `contacts:read` or what grants it; 403
+    /// naming the scope otherwise); `*` is every type that token reads.
     #[validate(length(min = 1, max = 50))]
     pub types: Option<Vec<String>>,
     #[validate(length(max = 256))]
@@ -231,7 +329,10 @@ pub struct WebhookCreate {
 }
 
 /// `PATCH /v3/webhooks/{id}`: the fields given change; `null` clears the
-/// description. Enabling a disabled endpoint clears its reason.
+/// description. Enabling a disabled endpoint clears its reason. Changing
+/// `url` or `types`, or enabling it, re-registers it: every type it names
+/// must be readable by the patching token (403 naming the scope), which
+/// becomes its owner.
 #[derive(Debug, Default, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct WebhookPatch {

@@ -18,7 +18,7 @@ use serde_dynamo::aws_sdk_dynamodb_1 as convert;
 
 mod attempts;
 mod table;
-pub use table::STREAM_VIEW;
+pub use table::{STREAM_VIEW, Stream};
 mod write;
 
 use crate::store::*;
