@@ -1,14 +1,18 @@
 //! Rate limits: a token bucket per token and one per workspace, with the
 //! IETF `RateLimit-Policy` and `RateLimit` headers on every answer, a 429
 //! with `Retry-After` past the limit, limits an operator sets per
-//! workspace, and requests let through when the limiter's store fails. The
-//! clock is the test's: nothing sleeps.
+//! workspace, and requests let through when the limiter's store fails;
+//! every quota granted whole, whatever the pauses between requests (a
+//! lease costs nothing it does not serve). The clock is the test's:
+//! nothing sleeps.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use api_tests::serde_json::json;
 use api_tests::{TestApp, TestResponse, api_test};
 use chrono::Duration;
+use shared::ids::{ManualClock, WorkspaceId};
 use shared::ratelimit::{Limiter, Limits, Policy};
 use shared::store::{Item, Key, Page, Query, Store, StoreError, Write};
 
@@ -195,5 +199,278 @@ api_test! {
         let answer = client.post("/v3/tags/batch", creates(12)).await;
         assert_eq!(answer.status, 200, "{}", answer.body);
         assert_eq!(remaining(&answer)["token"], 0);
+    }
+}
+
+fn policy(quota: u32, window_seconds: u32) -> Policy {
+    Policy {
+        quota,
+        window_seconds,
+    }
+}
+
+/// The largest limits an operator may set: a bucket these tests never empty.
+const WIDE: Policy = Policy {
+    quota: 1_000_000,
+    window_seconds: 1,
+};
+
+/// A bucket as it stands when each request is taken on its own (GCRA, no
+/// leases), in microseconds since the test began: what every answer is
+/// held to. The policies tested refill in whole microseconds.
+struct Ideal {
+    window: i64,
+    interval: i64,
+    tat: i64,
+    now: i64,
+}
+
+impl Ideal {
+    fn new(policy: Policy) -> Self {
+        let window = i64::from(policy.window_seconds) * 1_000_000;
+        assert_eq!(
+            window % i64::from(policy.quota),
+            0,
+            "a whole number of µs per request"
+        );
+        Self {
+            window,
+            interval: window / i64::from(policy.quota),
+            tat: 0,
+            now: 0,
+        }
+    }
+
+    fn left(&self) -> u32 {
+        u32::try_from((self.now + self.window - self.tat.max(self.now)) / self.interval).unwrap()
+    }
+
+    /// The milliseconds until one more request fits.
+    fn wait_ms(&self) -> i64 {
+        ((self.tat.max(self.now) + self.interval - self.window - self.now).max(0) + 999) / 1000
+    }
+
+    /// `ms` later, one request: what is left after it, or the seconds
+    /// until it fits (`Retry-After`).
+    fn take(&mut self, ms: i64) -> Result<u32, String> {
+        self.now += ms * 1000;
+        if self.left() == 0 {
+            let seconds = ((self.wait_ms() * 1000).max(1) + 999_999) / 1_000_000;
+            return Err(seconds.to_string());
+        }
+        self.tat = self.tat.max(self.now) + self.interval;
+        Ok(self.left())
+    }
+}
+
+/// `GET /v3/tags` with `token` after each pause (ms, on the test's clock),
+/// every answer held to `ideal`: 200 with what `bucket` has left, or 429
+/// with its `Retry-After`.
+async fn hold_to(
+    app: &TestApp,
+    clock: &ManualClock,
+    token: &str,
+    bucket: &str,
+    ideal: &mut Ideal,
+    pauses: &[i64],
+) {
+    for &pause in pauses {
+        clock.advance(Duration::milliseconds(pause));
+        let answer = app.as_token(token).get("/v3/tags").await;
+        let expected = ideal.take(pause);
+        let at = format!("{bucket} at {} ms", ideal.now / 1000);
+        match expected {
+            Ok(left) => {
+                assert_eq!(answer.status, 200, "{at}: {}", answer.body);
+                assert_eq!(remaining(&answer)[bucket], left, "{at}");
+            }
+            Err(wait) => {
+                assert_eq!(answer.status, 429, "{at}: {}", answer.body);
+                assert_eq!(answer.headers["retry-after"], wait.as_str(), "{at}");
+                assert_eq!(remaining(&answer)[bucket], 0, "{at}");
+            }
+        }
+    }
+}
+
+/// Requests after pauses longer than a lease's life (2.6 s) and within one,
+/// a burst past the end of the bucket, a wait of its `Retry-After`, and a
+/// whole window: every answer as if each request were taken on its own.
+async fn granted_whole(
+    app: &TestApp,
+    clock: &ManualClock,
+    token: &str,
+    bucket: &str,
+    policy: Policy,
+) {
+    let mut ideal = Ideal::new(policy);
+    let mut pauses = vec![0, 2_600, 500, 1_900, 2_000, 1, 999];
+    pauses.extend(std::iter::repeat_n(0, policy.quota.min(120) as usize + 1));
+    hold_to(app, clock, token, bucket, &mut ideal, &pauses).await;
+    let window = i64::from(policy.window_seconds) * 1000;
+    let wait = ideal.wait_ms();
+    hold_to(app, clock, token, bucket, &mut ideal, &[wait, 0, window, 0]).await;
+}
+
+/// A token's bucket at `policy` (the workspace's never in the way).
+async fn a_token_is_granted(app: TestApp, policy: Policy) {
+    let (app, clock) = app.rate_limited(Limits {
+        token: policy,
+        workspace: WIDE,
+    });
+    let token = a_token(&app, "quota").await;
+    granted_whole(&app, &clock, &token, "token", policy).await;
+}
+
+api_test! {
+    /// 1 per second.
+    async fn one_a_second_is_granted_whole(app) {
+        a_token_is_granted(app, policy(1, 1)).await;
+    }
+}
+
+api_test! {
+    /// 20 per 5 s (#44: a 2.6 s pause left 9 requests, not 19).
+    async fn twenty_per_five_seconds_is_granted_whole(app) {
+        a_token_is_granted(app, policy(20, 5)).await;
+    }
+}
+
+api_test! {
+    /// 20 per hour (#44: the second request after a pause was a 429).
+    async fn twenty_an_hour_is_granted_whole(app) {
+        a_token_is_granted(app, policy(20, 3600)).await;
+    }
+}
+
+api_test! {
+    /// 100 per 10 s, the default.
+    async fn a_hundred_per_ten_seconds_is_granted_whole(app) {
+        a_token_is_granted(app, policy(100, 10)).await;
+    }
+}
+
+api_test! {
+    /// A million a second, the largest quota: what is left never passes
+    /// it (a lease's requests are not counted twice once time moves).
+    async fn a_million_a_second_is_granted_whole(app) {
+        a_token_is_granted(app, WIDE).await;
+    }
+}
+
+api_test! {
+    /// A workspace's bucket at 30 per hour (#44: it fell from 29 to 9).
+    async fn a_workspace_at_thirty_an_hour_is_granted_whole(app) {
+        let limit = policy(30, 3600);
+        let (app, clock) = app.rate_limited(Limits { token: WIDE, workspace: limit });
+        granted_whole(&app, &clock, api_tests::ADMIN_TOKEN, "workspace", limit).await;
+    }
+}
+
+api_test! {
+    /// #44's cases side by side: what a lease took and did not serve is
+    /// not lost when it lapses. At 20 per 5 s a pause of 2.6 s leaves 19
+    /// (the bucket refilled), at 30 per hour a workspace goes from 28 to
+    /// 27, and at 20 per hour the second request is served.
+    async fn a_lease_costs_no_request_it_does_not_serve(app) {
+        let (app, clock) = app.rate_limited(Limits { token: policy(20, 5), workspace: policy(30, 3600) });
+        let token = a_token(&app, "paused").await; // one of the workspace's 30
+        let client = app.as_token(&token);
+        let first = client.get("/v3/tags").await;
+        assert_eq!(remaining(&first), BTreeMap::from([("token".into(), 19), ("workspace".into(), 28)]));
+        clock.advance(Duration::milliseconds(2_600));
+        let second = client.get("/v3/tags").await;
+        assert_eq!(second.status, 200, "{}", second.body);
+        assert_eq!(remaining(&second), BTreeMap::from([("token".into(), 19), ("workspace".into(), 27)]));
+    }
+}
+
+api_test! {
+    /// The same at 20 per hour: one request every 3 minutes, 20 at once.
+    async fn twenty_an_hour_are_twenty_requests(app) {
+        let (app, clock) = app.rate_limited(Limits { token: policy(20, 3600), workspace: WIDE });
+        let token = a_token(&app, "hourly").await;
+        let client = app.as_token(&token);
+        assert_eq!(remaining(&client.get("/v3/tags").await)["token"], 19);
+        clock.advance(Duration::seconds(3));
+        for left in (0..19).rev() {
+            let answer = client.get("/v3/tags").await;
+            assert_eq!(answer.status, 200, "{}", answer.body);
+            assert_eq!(remaining(&answer)["token"], left);
+        }
+        let refused = client.get("/v3/tags").await;
+        assert_eq!(refused.status, 429, "{}", refused.body);
+        assert_eq!(refused.headers["retry-after"], "177", "3 minutes after the first, less the 3 s");
+    }
+}
+
+/// What the token's bucket has left after `limiter` takes `cost` more
+/// requests at `clock`'s time, or `None` when it refuses them.
+async fn left_after(
+    limiter: &Limiter,
+    store: &dyn Store,
+    clock: &Arc<ManualClock>,
+    cost: u32,
+) -> Option<u32> {
+    let admission = shared::ids::with_clock(
+        clock.clone(),
+        limiter.admit(store, WorkspaceId(1), "instances", cost, 0),
+    )
+    .await;
+    match admission.refusal() {
+        Some(_) => None,
+        None => Some(admission.standings[0].remaining),
+    }
+}
+
+api_test! {
+    /// Two instances of the API (two limiters, one table) on one token at
+    /// 20 per 5 s: what one leased and did not serve it gives back with its
+    /// next lease, and the other gets it. Together they get the 20, no more.
+    async fn what_one_instance_does_not_serve_another_gets(app) {
+        let limits = Limits { token: policy(20, 5), workspace: WIDE };
+        let (one, two) = (Limiter::with(limits), Limiter::with(limits));
+        let clock = Arc::new(ManualClock::starting_now());
+        let store = app.store.as_ref();
+        assert_eq!(left_after(&one, store, &clock, 1).await, Some(19), "one leases 8, serves 1");
+        assert_eq!(left_after(&two, store, &clock, 1).await, Some(11), "two leases 6 of the 12 free, serves 1");
+        // A batch of 8 needs a new lease: one gives back its 7 unused.
+        assert_eq!(left_after(&one, store, &clock, 8).await, Some(5), "16 taken, 1 served by two");
+        assert_eq!(left_after(&two, store, &clock, 6).await, Some(4), "two gives back its 5: 16 served");
+        let mut served = 16;
+        for turn in 0..10 {
+            let instance = if turn % 2 == 0 { &one } else { &two };
+            served += u32::from(left_after(instance, store, &clock, 1).await.is_some());
+        }
+        assert_eq!(served, 20, "together, the quota");
+        // A window later, every lease has lapsed: the 20 again.
+        clock.advance(Duration::seconds(5));
+        let mut served = 0;
+        for turn in 0..30 {
+            let instance = if turn % 2 == 0 { &one } else { &two };
+            served += u32::from(left_after(instance, store, &clock, 1).await.is_some());
+        }
+        assert_eq!(served, 20);
+    }
+}
+
+api_test! {
+    /// A million a second through the limiter itself: a burst takes the
+    /// million and no more, and a millisecond refills a thousand.
+    async fn a_million_a_second_is_a_million(app) {
+        let limiter = Limiter::with(Limits { token: WIDE, workspace: WIDE });
+        let clock = Arc::new(ManualClock::starting_now());
+        let store = app.store.as_ref();
+        assert_eq!(left_after(&limiter, store, &clock, 1).await, Some(999_999));
+        clock.advance(Duration::milliseconds(1));
+        assert_eq!(left_after(&limiter, store, &clock, 1).await, Some(999_999), "never more than the quota");
+        clock.advance(Duration::milliseconds(2_600));
+        assert_eq!(left_after(&limiter, store, &clock, 1).await, Some(999_999));
+        assert_eq!(left_after(&limiter, store, &clock, 999_999).await, Some(0));
+        let refused = shared::ids::with_clock(clock.clone(), limiter.admit(store, WorkspaceId(1), "instances", 1, 0)).await;
+        assert_eq!(refused.retry_after, Some(1));
+        clock.advance(Duration::milliseconds(1));
+        assert_eq!(left_after(&limiter, store, &clock, 1_000).await, Some(0));
+        assert_eq!(left_after(&limiter, store, &clock, 1).await, None);
     }
 }

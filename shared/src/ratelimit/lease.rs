@@ -2,13 +2,18 @@
 //! serves first; the buckets it lacks are read in one BatchGetItem (with the
 //! workspace's own limits) and each written by one conditional put, side by
 //! side, so a lease costs two round trips whatever the number of buckets.
+//!
+//! A lease costs a token nothing it does not serve: the next lease of the
+//! same bucket gives back, in its own put, what the last one took and did
+//! not use ([`Back`]). An instance that never leases a bucket again (a
+//! Lambda instance reaped) keeps what it holds, so a lease is never larger
+//! than what the bucket refills over a lease's life, nor than half of what
+//! the bucket has free ([`Policy::lease_size`]).
 
 use futures_util::future::join_all;
 use serde_json::json;
 
-use super::{
-    LEASE, LEASE_TIME_US, Lease, Limiter, Limits, MAX_LEASE, Policy, StoredLimits, now_us,
-};
+use super::{LEASE_TIME_US, Lease, Limiter, Limits, Policy, StoredLimits, now_us};
 use crate::ids::WorkspaceId;
 use crate::keys;
 use crate::store::{Condition, Key, Store, StoreError, Write};
@@ -17,17 +22,118 @@ use crate::store::{Condition, Key, Store, StoreError, Write};
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Taken {
     pub policy: Policy,
-    pub tat: i64,
-    pub held: u32,
+    /// Where the bucket stands for this instance (its theoretical arrival
+    /// time, GCRA) once the request is taken.
+    pub at: i64,
     /// Requests the bucket lacks (0: taken).
     pub short: u32,
 }
 
-/// A bucket to lease, and what this instance still holds of it.
+/// A bucket to lease, and what this instance's last lease of it gives back.
 pub(super) struct Want {
     pub key: Key,
     pub per_token: bool,
-    pub kept: u32,
+    pub miss: Miss,
+}
+
+/// Why a request is not served from this instance's lease of a bucket: it
+/// has none, or it lapsed, or it is short. What that lease gives back, and
+/// the bucket as this instance last wrote it.
+pub(super) struct Miss {
+    /// What the lease did not use, given back by the lease that replaces it
+    /// (once).
+    pub back: Option<Back>,
+    /// The bucket as this instance wrote it: an eventually consistent read
+    /// may not show it yet.
+    pub seen: Option<Stored>,
+}
+
+/// What a request took of a lease this instance holds: put back when
+/// another of its buckets refuses it (a refused request takes nothing).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Took {
+    version: u64,
+    tat: i64,
+    cost: u32,
+    /// Where the lease's requests stood before this one, and after it.
+    before: i64,
+    after: i64,
+}
+
+/// A lease being replaced: the bucket as it wrote it (`version`, `tat`,
+/// `returned`), where the requests it served stand (`used`), and those it
+/// took and did not serve (`held`, and their bucket time, `unused`).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Back {
+    version: u64,
+    tat: i64,
+    returned: i64,
+    used: i64,
+    held: u32,
+    unused: i64,
+}
+
+/// A bucket as read, or as this instance wrote it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Stored {
+    version: u64,
+    tat: i64,
+    /// The bucket time all leases have given back so far.
+    returned: i64,
+}
+
+impl Back {
+    /// The bucket time this lease gives back to the bucket `stored`, read
+    /// at `now`.
+    ///
+    /// - Nobody wrote the bucket since: it is set to where the lease's
+    ///   requests stand, as if each had been taken on its own. What lies
+    ///   between goes back; requests served later than the lease's time
+    ///   (an instance serves a lease for up to [`LEASE_TIME_US`]) are taken
+    ///   now (a negative credit). One instance alone is thus exactly GCRA.
+    /// - Another lease was written after it: its unused requests are the
+    ///   last of its time, less what lies behind `now` (the bucket refilled
+    ///   that already), less every give-back since, as if each had moved
+    ///   this lease earlier. Never more than the bucket still holds of it.
+    /// - The bucket was written anew (its item lapsed): it holds none of it.
+    fn credit(&self, stored: Option<Stored>, now: i64) -> i64 {
+        let Some(stored) = stored else {
+            return 0;
+        };
+        if stored.version == self.version && stored.tat == self.tat {
+            return self.tat - self.used.max(now);
+        }
+        if stored.version < self.version || stored.returned < self.returned {
+            return 0;
+        }
+        let moved = stored.returned - self.returned;
+        self.unused.min((self.tat - moved - now).max(0))
+    }
+}
+
+impl Lease {
+    fn seen(&self) -> Stored {
+        Stored {
+            version: self.version,
+            tat: self.tat,
+            returned: self.returned,
+        }
+    }
+
+    fn back(&self) -> Back {
+        Back {
+            version: self.version,
+            tat: self.tat,
+            returned: self.returned,
+            used: self.used,
+            held: self.held,
+            unused: self.policy.time_of(self.held),
+        }
+    }
+
+    fn is(&self, version: u64, tat: i64) -> bool {
+        self.version == version && self.tat == tat
+    }
 }
 
 /// `cost` more requests for a request that took `already`, within a bucket
@@ -37,28 +143,91 @@ fn within(quota: u32, (cost, already): (u32, u32)) -> u32 {
 }
 
 impl Limiter {
-    /// Takes from this instance's lease of `key` when it holds enough;
-    /// otherwise what it still holds (kept when leasing more).
-    pub(super) fn take_held(&self, key: &Key, cost: (u32, u32), now: i64) -> Result<Taken, u32> {
+    /// Takes from this instance's lease of `key` when it holds enough and
+    /// has not lapsed. Otherwise the next lease replaces it, and gives back
+    /// what it did not use (once: a request that finds it given back already
+    /// leases without it).
+    pub(super) fn take_held(
+        &self,
+        key: &Key,
+        cost: (u32, u32),
+        now: i64,
+    ) -> Result<(Taken, Took), Miss> {
         let mut leases = self.local.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(lease) = leases.get_mut(key).filter(|l| now < l.until) else {
-            return Err(0);
+        let Some(lease) = leases.get_mut(key) else {
+            return Err(Miss {
+                back: None,
+                seen: None,
+            });
         };
         let cost = within(lease.policy.quota, cost);
-        if lease.held < cost {
-            return Err(lease.held);
+        if now >= lease.until || lease.held < cost {
+            // Nothing more is served from it; what it did not use goes back
+            // with the lease that replaces it.
+            let back = std::mem::take(&mut lease.to_give).then(|| lease.back());
+            lease.held = 0;
+            let seen = Some(lease.seen());
+            return Err(Miss { back, seen });
         }
+        let before = lease.used;
         lease.held -= cost;
-        Ok(Taken {
+        if cost > 0 {
+            lease.used = lease.used.max(now) + lease.policy.time_of(cost);
+        }
+        let taken = Taken {
             policy: lease.policy,
+            at: lease.used,
+            short: 0,
+        };
+        let took = Took {
+            version: lease.version,
             tat: lease.tat,
-            held: lease.held,
+            cost,
+            before,
+            after: lease.used,
+        };
+        Ok((taken, took))
+    }
+
+    /// Puts back what `took` took of this instance's lease of `key` (the
+    /// request was refused by its other bucket): where its requests stand
+    /// is as before, or, when another request was served from it since,
+    /// less this request's time.
+    pub(super) fn untake(&self, key: &Key, took: Took) -> Option<Taken> {
+        let mut leases = self.local.lock().unwrap_or_else(|e| e.into_inner());
+        let lease = leases
+            .get_mut(key)
+            .filter(|lease| lease.is(took.version, took.tat))?;
+        lease.held += took.cost;
+        lease.used = if lease.used == took.after {
+            took.before
+        } else {
+            lease.used - lease.policy.time_of(took.cost)
+        };
+        Some(Taken {
+            policy: lease.policy,
+            at: lease.used,
             short: 0,
         })
     }
 
-    /// Leases `wants` (answered in their order). When one bucket lacks what
-    /// the request needs, nothing is written and the request is refused.
+    /// `back` was not given (no lease was written): the lease it came from
+    /// holds its requests again, if no other replaced it meanwhile.
+    fn keep_back(&self, key: &Key, back: Back) {
+        let mut leases = self.local.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(lease) = leases
+            .get_mut(key)
+            .filter(|lease| lease.is(back.version, back.tat))
+        {
+            lease.held = back.held;
+            lease.to_give = true;
+        }
+    }
+
+    /// Leases `wants` (answered in their order), each giving back what this
+    /// instance's last lease of it did not use. When one bucket lacks what
+    /// the request needs, nothing is written and the request is refused;
+    /// what was to be given back waits for the next lease.
     pub(super) async fn lease(
         &self,
         store: &dyn Store,
@@ -66,6 +235,28 @@ impl Limiter {
         wants: &[Want],
         defaults: Limits,
         cost: (u32, u32),
+    ) -> Result<Vec<Taken>, StoreError> {
+        let mut given = vec![false; wants.len()];
+        let leased = self
+            .write_leases(store, ws, wants, defaults, cost, &mut given)
+            .await;
+        for (want, given) in wants.iter().zip(given) {
+            if let (Some(back), false) = (want.miss.back, given) {
+                self.keep_back(&want.key, back);
+            }
+        }
+        leased
+    }
+
+    /// [`Self::lease`]: `given` says which wants' leases were written.
+    async fn write_leases(
+        &self,
+        store: &dyn Store,
+        ws: WorkspaceId,
+        wants: &[Want],
+        defaults: Limits,
+        cost: (u32, u32),
+        given: &mut [bool],
     ) -> Result<Vec<Taken>, StoreError> {
         let mut taken: Vec<Option<Taken>> = vec![None; wants.len()];
         let mut pending: Vec<usize> = (0..wants.len()).collect();
@@ -83,48 +274,70 @@ impl Limiter {
             let mut refused = false;
             for &i in &pending {
                 let want = &wants[i];
-                let stored = items
+                let item = items
                     .iter()
                     .find(|item| Key::of(item).as_ref() == Some(&want.key));
-                let tat = stored.and_then(|item| item.get("tat")?.as_i64());
-                let version = stored.and_then(|item| item.get("version")?.as_u64());
+                let tat = item.and_then(|item| item.get("tat")?.as_i64());
+                let version = item.and_then(|item| item.get("version")?.as_u64());
+                let returned = item
+                    .and_then(|item| item.get("returned")?.as_i64())
+                    .unwrap_or(0);
+                let found = tat.zip(version).map(|(tat, version)| Stored {
+                    version,
+                    tat,
+                    returned,
+                });
                 let policy = if want.per_token {
                     limits.token
                 } else {
                     limits.workspace
                 };
-                let base = tat.unwrap_or(now).max(now);
-                let cost = within(policy.quota, cost);
-                let wanted = cost.saturating_sub(want.kept);
-                let free = policy.left(base, now);
-                let standing = |held, short| Taken {
-                    policy,
-                    tat: base,
-                    held,
-                    short,
+                // An eventually consistent read may not show this instance's
+                // last write yet: the bucket stands at least there (while
+                // that write is recent: an item past its TTL is gone).
+                let seen = want
+                    .miss
+                    .seen
+                    .filter(|seen| now < seen.tat + policy.window_us());
+                let stored = match (found, seen) {
+                    (Some(found), Some(seen)) if seen.version > found.version => Some(seen),
+                    (None, Some(seen)) => Some(seen),
+                    (found, _) => found,
                 };
-                if wanted == 0 {
+                let credit = want.miss.back.map_or(0, |back| back.credit(stored, now));
+                let base = (stored.map_or(now, |stored| stored.tat) - credit).max(now);
+                let cost = within(policy.quota, cost);
+                let free = policy.left(base, now);
+                let standing = |at, short| Taken { policy, at, short };
+                if cost == 0 {
                     // Nothing to take (a batch whose first request took the
                     // whole bucket): where it stands, without a write.
-                    taken[i] = Some(standing(want.kept - cost, 0));
-                } else if free < wanted {
-                    taken[i] = Some(standing(0, wanted));
+                    taken[i] = Some(standing(base, 0));
+                } else if free < cost {
+                    taken[i] = Some(standing(base, cost));
                     refused = true;
                 } else {
-                    taken[i] = Some(standing(want.kept, 0)); // until written
-                    let took = free.min((policy.quota / 20).clamp(LEASE, MAX_LEASE).max(wanted));
-                    let tat = base + (f64::from(took) * policy.interval_us()).ceil() as i64;
-                    let item = json!({
-                        "pk": want.key.pk, "sk": want.key.sk, "_type": "RateBucket",
-                        "tat": tat, "version": version.unwrap_or(0) + 1,
-                        "ttl": tat / 1_000_000 + i64::from(policy.window_seconds) + 60,
-                    });
+                    taken[i] = Some(standing(base, 0)); // until written
+                    // Half of what is free at most: another instance finds
+                    // some too.
+                    let took = policy.lease_size().min(free / 2).max(cost);
+                    let version = stored.map(|stored| stored.version);
+                    let returned = stored.map_or(0, |stored| stored.returned);
                     let lease = Lease {
                         policy,
-                        tat,
-                        held: want.kept + took - cost,
+                        version: version.unwrap_or(0) + 1,
+                        tat: base + policy.time_of(took),
+                        returned: returned + credit.max(0),
+                        used: base + policy.time_of(cost),
+                        held: took - cost,
                         until: now + LEASE_TIME_US,
+                        to_give: true,
                     };
+                    let item = json!({
+                        "pk": want.key.pk, "sk": want.key.sk, "_type": "RateBucket",
+                        "tat": lease.tat, "version": lease.version, "returned": lease.returned,
+                        "ttl": lease.tat / 1_000_000 + i64::from(policy.window_seconds) + 60,
+                    });
                     let write = Write::Put {
                         item: item.as_object().cloned().unwrap_or_default(),
                         condition: Some(match version {
@@ -146,22 +359,26 @@ impl Limiter {
             )
             .await;
             pending.clear();
+            let mut failed = None;
             for ((i, lease, _), result) in writes.into_iter().zip(results) {
                 match result {
                     Ok(()) => {
                         taken[i] = Some(Taken {
                             policy: lease.policy,
-                            tat: lease.tat,
-                            held: lease.held,
+                            at: lease.used,
                             short: 0,
                         });
+                        given[i] = true;
                         let mut leases = self.local.lock().unwrap_or_else(|e| e.into_inner());
                         leases.insert(wants[i].key.clone(), lease);
                     }
                     // Another instance leased first: read it again.
                     Err(StoreError::ConditionFailed { .. }) => pending.push(i),
-                    Err(e) => return Err(e),
+                    Err(e) => failed = Some(e),
                 }
+            }
+            if let Some(e) = failed {
+                return Err(e);
             }
             if pending.is_empty() {
                 break;

@@ -8,9 +8,11 @@
 //! takes a lease of up to [`LEASE`] requests at once (one read and one
 //! conditional write), serves them from memory for up to [`LEASE_TIME_US`],
 //! and leases again when they run out. Leased requests count against the
-//! bucket when they are taken, so instances together never pass the quota.
-//! If the store fails, the request goes through (logged): a limiter must not
-//! take the API down with it.
+//! bucket when they are taken, so instances together never pass the quota;
+//! the next lease gives back what the last one did not serve, so a lease
+//! costs a token nothing it does not get (one instance alone is exactly the
+//! bucket: `lease.rs`). If the store fails, the request goes through
+//! (logged): a limiter must not take the API down with it.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -28,13 +30,15 @@ mod lease;
 
 use lease::Taken;
 
-/// Requests taken from a bucket per write, at least: with two buckets per
-/// request, one write per ten requests. A larger quota leases a twentieth
-/// of itself at once (at most [`MAX_LEASE`]), so a busy bucket writes less.
+/// Requests taken from a bucket per write: with two buckets per request, one
+/// write per ten requests. A larger quota leases a twentieth of itself at
+/// once (at most [`MAX_LEASE`]), so a busy bucket writes less; a slower one
+/// no more than it refills over [`LEASE_TIME_US`] ([`Policy::lease_size`]).
 pub const LEASE: u32 = 20;
 pub const MAX_LEASE: u32 = 1000;
-/// How long a lease's requests may be used: unused ones lapse, so an idle
-/// instance holds no share of a bucket for long.
+/// How long a lease's requests may be served: then the instance leases
+/// again (reading the bucket and the workspace's limits anew), and gives
+/// back what it did not serve.
 pub const LEASE_TIME_US: i64 = 2_000_000;
 
 /// `quota` requests per `windowSeconds`.
@@ -53,19 +57,39 @@ pub struct Policy {
 
 impl Policy {
     fn window_us(self) -> i64 {
-        i64::from(self.window_seconds) * 1_000_000
+        i64::from(self.window_seconds.max(1)) * 1_000_000
     }
 
-    /// Microseconds per request: how fast the bucket refills (at least 1 µs
-    /// at the largest quota, so a lease's time is exact).
-    fn interval_us(self) -> f64 {
-        self.window_us() as f64 / f64::from(self.quota.max(1))
+    /// The bucket time `requests` take: `window / quota` each, in whole
+    /// microseconds rounded down, so that [`Self::left`] counts them back
+    /// exactly (integers throughout: no request lost to rounding).
+    fn time_of(self, requests: u32) -> i64 {
+        i64::from(requests) * self.window_us() / i64::from(self.quota.max(1))
+    }
+
+    /// The bucket time `requests` need, rounded up: how long to wait for them.
+    fn time_for(self, requests: u32) -> i64 {
+        let quota = i64::from(self.quota.max(1));
+        (i64::from(requests) * self.window_us() + quota - 1) / quota
     }
 
     /// Requests left at `now` when the bucket stands at `tat`.
     fn left(self, tat: i64, now: i64) -> u32 {
-        let room = (now + self.window_us() - tat.max(now)) as f64;
-        (room / self.interval_us()).floor().max(0.0) as u32
+        let room = (now + self.window_us() - tat.max(now)).max(0);
+        u32::try_from(room * i64::from(self.quota) / self.window_us()).unwrap_or(u32::MAX)
+    }
+
+    /// Requests a lease takes when the bucket has them free: a twentieth of
+    /// the quota, at least [`LEASE`] and at most [`MAX_LEASE`], but never
+    /// more than the bucket refills over a lease's life ([`LEASE_TIME_US`]),
+    /// so an instance that stops serving keeps little (one request at a
+    /// time at 20 per hour; 8 at 20 per 5 s; 20 at 100 per 10 s).
+    fn lease_size(self) -> u32 {
+        let by_quota = (self.quota / 20).clamp(LEASE, MAX_LEASE);
+        let by_time = LEASE_TIME_US * i64::from(self.quota) / self.window_us();
+        by_quota
+            .min(u32::try_from(by_time).unwrap_or(u32::MAX))
+            .max(1)
     }
 
     /// `100/10s`, within the bounds an operator's own limits have (a zero
@@ -119,11 +143,20 @@ pub struct Limiter {
 #[derive(Debug, Clone, Copy)]
 struct Lease {
     policy: Policy,
-    /// The bucket's `tat` as this instance last wrote it.
+    /// The bucket as this instance last wrote it: its `version`, its `tat`,
+    /// and what all leases had given back (`returned`, bucket time).
+    version: u64,
     tat: i64,
+    returned: i64,
+    /// Where the requests it served stand, as if each had been taken on its
+    /// own (GCRA): what lies between this and `tat` it took and did not use.
+    used: i64,
     /// Requests taken and not used yet.
     held: u32,
     until: i64,
+    /// Whether the lease that replaces it still gives back what it did not
+    /// use (once).
+    to_give: bool,
 }
 
 /// Where a request stands in one bucket.
@@ -249,16 +282,20 @@ impl Limiter {
         // leased together (one read, their writes side by side).
         let now = now_us();
         let mut taken: [Option<Taken>; 2] = [None, None];
+        let mut held = Vec::new();
         let mut wants = Vec::new();
         for (i, (_, key, per_token)) in buckets.iter().enumerate() {
             match self.take_held(key, (cost, already), now) {
-                Ok(t) => taken[i] = Some(t),
-                Err(kept) => wants.push((
+                Ok((t, took)) => {
+                    taken[i] = Some(t);
+                    held.push((i, took));
+                }
+                Err(miss) => wants.push((
                     i,
                     lease::Want {
                         key: key.clone(),
                         per_token: *per_token,
-                        kept,
+                        miss,
                     },
                 )),
             }
@@ -269,10 +306,21 @@ impl Limiter {
                 .lease(store, ws, &wants, defaults, (cost, already))
                 .await
             {
-                Ok(leased) => at
-                    .into_iter()
-                    .zip(leased)
-                    .for_each(|(i, t)| taken[i] = Some(t)),
+                Ok(leased) => {
+                    let refused = leased.iter().any(|t| t.short > 0);
+                    at.into_iter()
+                        .zip(leased)
+                        .for_each(|(i, t)| taken[i] = Some(t));
+                    // A refused request takes nothing, not even of a lease
+                    // this instance holds.
+                    if refused {
+                        for (i, took) in held {
+                            if let Some(t) = self.untake(&buckets[i].1, took) {
+                                taken[i] = Some(t);
+                            }
+                        }
+                    }
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "rate limiter store failed; request let through")
                 }
@@ -280,28 +328,21 @@ impl Limiter {
         }
         let mut admission = Admission::default();
         for ((name, ..), t) in buckets.iter().zip(taken) {
-            let Some(Taken {
-                policy,
-                tat,
-                held,
-                short,
-            }) = t
-            else {
+            let Some(Taken { policy, at, short }) = t else {
                 continue;
             };
             let now = now_us();
+            let at = at.max(now);
             admission.standings.push(Standing {
                 name,
                 policy,
-                remaining: policy.left(tat, now) + held,
-                reset: ((tat.max(now) - now) as f64 / 1e6).ceil() as u32,
+                remaining: policy.left(at, now),
+                reset: seconds(at - now),
             });
             if short > 0 && admission.refused_by.is_none() {
-                // When the bucket will have what this instance lacks.
-                let wait = tat.max(now) + (f64::from(short) * policy.interval_us()).ceil() as i64
-                    - policy.window_us()
-                    - now;
-                admission.retry_after = Some(((wait.max(1) as f64) / 1e6).ceil() as u32);
+                // When the bucket will have what the request needs.
+                let wait = at + policy.time_for(short) - policy.window_us() - now;
+                admission.retry_after = Some(seconds(wait.max(1)));
                 admission.refused_by = Some(admission.standings.len() - 1);
             }
         }
@@ -312,6 +353,11 @@ impl Limiter {
 /// Bucket times are in microseconds since the epoch.
 fn now_us() -> i64 {
     ids::now().timestamp_micros()
+}
+
+/// Microseconds as whole seconds, rounded up (headers count seconds).
+fn seconds(us: i64) -> u32 {
+    u32::try_from((us.max(0) + 999_999) / 1_000_000).unwrap_or(u32::MAX)
 }
 
 /// A workspace's limits as stored (`keys::rate_limits`).
@@ -376,6 +422,19 @@ mod tests {
             1_000_000 - 20,
             "a lease of 20 takes 20 µs"
         );
+        // A request's time rounds down and the count rounds down too: no
+        // request is lost where the window is not a whole number of
+        // microseconds per request (9 per 10 s: 1,111,111.1 µs each).
+        let nine = Policy {
+            quota: 9,
+            window_seconds: 10,
+        };
+        let mut tat = 0;
+        for left in (0..9).rev() {
+            tat += nine.time_of(1);
+            assert_eq!(nine.left(tat, 0), left);
+        }
+        assert_eq!(nine.time_for(1), 1_111_112, "a wait rounds up");
         assert_eq!(
             Policy::parse("100/10s"),
             Some(Policy {
@@ -386,5 +445,23 @@ mod tests {
         assert_eq!(Policy::parse("100"), None);
         assert_eq!(Policy::parse("0/10s"), None, "no requests at all");
         assert_eq!(Policy::parse("100/0s"), None, "no window: no limit");
+    }
+
+    #[test]
+    fn a_lease_is_never_more_than_its_bucket_refills_over_its_life() {
+        let size = |quota, window_seconds| {
+            Policy {
+                quota,
+                window_seconds,
+            }
+            .lease_size()
+        };
+        assert_eq!(size(1, 1), 2, "then half of what is free: 1");
+        assert_eq!(size(20, 5), 8, "2 s at 4 requests a second");
+        assert_eq!(size(20, 3600), 1, "one request every 3 minutes");
+        assert_eq!(size(30, 3600), 1);
+        assert_eq!(size(100, 10), 20, "the default token's: 20");
+        assert_eq!(size(1000, 10), 50, "the default workspace's: a twentieth");
+        assert_eq!(size(1_000_000, 1), MAX_LEASE);
     }
 }
