@@ -59,7 +59,8 @@ pub struct EmbeddedStore {
     writer: Option<sync_mpsc::Sender<write::Msg>>,
     writer_thread: Option<std::thread::JoinHandle<()>>,
     index_defs: Arc<Vec<Index>>,
-    metrics: Metrics,
+    /// Shared with the writer thread, which counts its commits.
+    metrics: Arc<Metrics>,
     /// The hot-key detector, when asked for ([`EmbeddedStore::count_partitions`]).
     partitions: Option<Arc<PartitionWrites>>,
     /// Held for the life of the store: one process per folder.
@@ -150,13 +151,15 @@ impl EmbeddedStore {
         write::create_tables(&db, on_disk)?;
         let db = Arc::new(db);
         let index_defs = Arc::new(indexes.to_vec());
-        let (writer, writer_thread) = write::spawn(db.clone(), index_defs.clone(), on_disk);
+        let metrics = Arc::new(Metrics::default());
+        let (writer, writer_thread) =
+            write::spawn(db.clone(), index_defs.clone(), on_disk, metrics.clone());
         Ok(Self {
             db,
             writer: Some(writer),
             writer_thread: Some(writer_thread),
             index_defs,
-            metrics: Metrics::default(),
+            metrics,
             partitions: None,
             _lock: lock,
             repaired: false,
@@ -259,32 +262,68 @@ impl Store for EmbeddedStore {
     }
 
     async fn write(&self, writes: Vec<Write>) -> Result<(), StoreError> {
-        check_writes(&writes)?;
-        let transactional = writes.len() > 1;
-        let counted = self
-            .partitions
-            .as_ref()
-            .map(|p| (p.clone(), writes.clone()));
-        let writes = write::prepare(&self.index_defs, writes)?;
-        let (reply, answer) = oneshot::channel();
+        self.write_all(vec![writes])
+            .await
+            .pop()
+            .unwrap_or_else(|| Err(StoreError::Other("no answer".into())))
+    }
+
+    /// The transactions go to the writer together: one group, one durable
+    /// commit, each all or nothing and applied in their order.
+    async fn write_all(&self, transactions: Vec<Vec<Write>>) -> Vec<Result<(), StoreError>> {
         let stopped = || StoreError::Unavailable("the embedded store's writer stopped".into());
-        self.writer
-            .as_ref()
-            .ok_or_else(stopped)?
-            .send(write::Msg::Write(write::Request { writes, reply }))
-            .map_err(|_| stopped())?;
-        let units = answer.await.map_err(|_| stopped())??;
-        let counter = if transactional {
-            &self.metrics.transactions
-        } else {
-            &self.metrics.writes
-        };
-        Metrics::count(counter, 1);
-        Metrics::units(&self.metrics.write_milli_units, units);
-        if let Some((partitions, writes)) = counted {
-            partitions.record(&self.index_defs, &writes);
+        let mut requests = Vec::with_capacity(transactions.len());
+        let mut answers = Vec::with_capacity(transactions.len());
+        for writes in transactions {
+            let prepared = check_writes(&writes).and_then(|()| {
+                let counted = self.partitions.as_ref().map(|_| writes.clone());
+                let transactional = writes.len() > 1;
+                Ok((
+                    write::prepare(&self.index_defs, writes)?,
+                    counted,
+                    transactional,
+                ))
+            });
+            match prepared {
+                Ok((writes, counted, transactional)) => {
+                    let (reply, answer) = oneshot::channel();
+                    requests.push(write::Request { writes, reply });
+                    answers.push(Ok((answer, counted, transactional)));
+                }
+                Err(e) => answers.push(Err(e)),
+            }
         }
-        Ok(())
+        let sent = !requests.is_empty()
+            && self
+                .writer
+                .as_ref()
+                .is_some_and(|writer| writer.send(write::Msg::Writes(requests)).is_ok());
+        let mut results = Vec::with_capacity(answers.len());
+        for answer in answers {
+            let result = match answer {
+                Err(e) => Err(e),
+                Ok(_) if !sent => Err(stopped()),
+                Ok((answer, counted, transactional)) => match answer.await {
+                    Err(_) => Err(stopped()),
+                    Ok(Err(e)) => Err(e),
+                    Ok(Ok(units)) => {
+                        let counter = if transactional {
+                            &self.metrics.transactions
+                        } else {
+                            &self.metrics.writes
+                        };
+                        Metrics::count(counter, 1);
+                        Metrics::units(&self.metrics.write_milli_units, units);
+                        if let (Some(partitions), Some(writes)) = (&self.partitions, counted) {
+                            partitions.record(&self.index_defs, &writes);
+                        }
+                        Ok(())
+                    }
+                },
+            };
+            results.push(result);
+        }
+        results
     }
 
     fn metrics(&self) -> &Metrics {

@@ -23,7 +23,8 @@ use super::{INDEXES, ITEMS, engine};
 const MAX_GROUP: usize = 256;
 
 pub(super) enum Msg {
-    Write(Request),
+    /// Requests committed in one group, in their order.
+    Writes(Vec<Request>),
     /// Finish what is queued, then stop.
     Close,
 }
@@ -140,25 +141,33 @@ pub(super) fn spawn(
     db: Arc<Database>,
     defs: Arc<Vec<Index>>,
     on_disk: bool,
+    metrics: Arc<Metrics>,
 ) -> (sync_mpsc::Sender<Msg>, std::thread::JoinHandle<()>) {
     let (tx, rx) = sync_mpsc::channel();
     let thread = std::thread::Builder::new()
         .name("embedded-store-writer".into())
-        .spawn(move || run(&db, &defs, on_disk, &rx))
+        .spawn(move || run(&db, &defs, on_disk, &rx, &metrics))
         .expect("the embedded store's writer thread");
     (tx, thread)
 }
 
-fn run(db: &Database, defs: &[Index], on_disk: bool, rx: &sync_mpsc::Receiver<Msg>) {
+fn run(
+    db: &Database,
+    defs: &[Index],
+    on_disk: bool,
+    rx: &sync_mpsc::Receiver<Msg>,
+    metrics: &Metrics,
+) {
     let mut closing = false;
     while !closing {
+        // A message's requests stay together in one group, whatever its size.
         let mut group = match rx.recv() {
-            Ok(Msg::Write(request)) => vec![request],
+            Ok(Msg::Writes(requests)) => requests,
             Ok(Msg::Close) | Err(_) => break,
         };
         while group.len() < MAX_GROUP {
             match rx.try_recv() {
-                Ok(Msg::Write(request)) => group.push(request),
+                Ok(Msg::Writes(requests)) => group.extend(requests),
                 Ok(Msg::Close) => {
                     closing = true;
                     break;
@@ -170,6 +179,7 @@ fn run(db: &Database, defs: &[Index], on_disk: bool, rx: &sync_mpsc::Receiver<Ms
             group.into_iter().map(|r| (r.writes, r.reply)).unzip();
         match commit(db, defs, on_disk, &requests) {
             Ok(outcomes) => {
+                Metrics::count(&metrics.commits, 1);
                 for (reply, outcome) in replies.into_iter().zip(outcomes) {
                     let _ = reply.send(outcome);
                 }

@@ -29,6 +29,7 @@ mod lambda;
 mod layers;
 mod limits;
 mod load;
+mod maxima;
 mod merge;
 mod once;
 mod openapi;

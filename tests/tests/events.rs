@@ -215,6 +215,44 @@ api_test! {
     }
 }
 
+api_test! {
+    /// Each event of a record has a greater `version` than the one before
+    /// it, a deletion's and a merge's too: a receiver that applies only
+    /// greater versions applies every change (a tag deleted, a contact
+    /// merged away, a contact erased, a webhook deleted).
+    async fn each_event_of_a_record_has_a_greater_version(app) {
+        let tag = app.tag_path("VIP").await;
+        app.patch(&tag, json!({ "name": "Gold" })).await.expect(200);
+        app.delete(&tag).await.expect(200);
+        let ana = app.post("/v3/contacts", json!({ "name": "Ana", "phone": "11 98765-0001" })).await.expect(201);
+        let twin = app.post("/v3/contacts", json!({ "name": "Ana S.", "phone": "11 98765-0002" })).await.expect(201);
+        app.patch(&format!("/v3/contacts/{}", twin["id"].as_str().unwrap()), json!({ "notes": "the same person" })).await.expect(200);
+        app.post(&format!("/v3/contacts/{}/merge", ana["id"].as_str().unwrap()), json!({ "ids": [twin["id"]] })).await.expect(200);
+        let gone = app.post("/v3/contacts", json!({ "name": "Erased" })).await.expect(201);
+        app.post(&format!("/v3/contacts/{}/erase", gone["id"].as_str().unwrap()), json!({})).await.expect(200);
+        let hook = app.post("/v3/webhooks", json!({ "url": "https://203.0.114.7/hooks" })).await.expect(201);
+        app.delete(&format!("/v3/webhooks/{}", hook["id"].as_str().unwrap())).await.expect(200);
+
+        let log = shared::domain::events::log_page(app.store.as_ref(), shared::ids::WorkspaceId(1), None, None, 1000).await.unwrap();
+        assert!(!log.has_more);
+        // A receiver that applies an event only when its version is greater.
+        let mut applied: std::collections::BTreeMap<(String, String), (u64, String)> = Default::default();
+        let mut kinds = Vec::new();
+        for event in &log.data {
+            let Some(version) = event.version else { continue };
+            let key = (event.resource.clone(), event.resource_id.clone());
+            if let Some((before, kind)) = applied.get(&key) {
+                assert!(version > *before, "{} (version {version}) after {kind} (version {before}) of {key:?}", event.kind);
+            }
+            applied.insert(key, (version, event.kind.clone()));
+            kinds.push(event.kind.clone());
+        }
+        for kind in ["tag.deleted", "contact.merged", "contact.erased", "webhook.deleted"] {
+            assert!(kinds.iter().any(|k| k == kind), "{kind} is applied: {kinds:?}");
+        }
+    }
+}
+
 /// docs/design.md's table of event types ("Events") names every type the
 /// service makes, and no other.
 #[test]

@@ -3,7 +3,8 @@
 //! with `Retry-After` past the limit, limits an operator sets per
 //! workspace, and requests let through when the limiter's store fails;
 //! every quota granted whole, whatever the pauses between requests (a
-//! lease costs nothing it does not serve). The clock is the test's:
+//! lease costs nothing it does not serve); a 403 (a token that holds,
+//! without the scope) counts and says so too. The clock is the test's:
 //! nothing sleeps.
 
 use std::collections::BTreeMap;
@@ -12,6 +13,7 @@ use std::sync::Arc;
 use api_tests::serde_json::json;
 use api_tests::{TestApp, TestResponse, api_test};
 use chrono::Duration;
+use shared::auth::{Resource, Scope};
 use shared::ids::{ManualClock, WorkspaceId};
 use shared::ratelimit::{Limiter, Limits, Policy};
 use shared::store::{Item, Key, Page, Query, Store, StoreError, Write};
@@ -472,5 +474,33 @@ api_test! {
         clock.advance(Duration::milliseconds(1));
         assert_eq!(left_after(&limiter, store, &clock, 1_000).await, Some(0));
         assert_eq!(left_after(&limiter, store, &clock, 1).await, None);
+    }
+}
+
+api_test! {
+    /// A token that holds but lacks the route's scope gets its 403 with the
+    /// `RateLimit` headers, on a read and on a change, as every answer to a
+    /// token that holds; the refusal counts as one request. A token that
+    /// does not hold (401) takes nothing and gets none.
+    async fn a_403_says_where_the_token_stands(app) {
+        let (app, _clock) = app.rate_limited(limits(5, 100));
+        let reader = api_tests::token_with(&app, &[Scope::Read(Resource::Tags)]).await;
+        let client = app.as_token(&reader);
+        let read = client.get("/v3/contacts").await;
+        assert_eq!(read.status, 403, "{}", read.body);
+        assert_eq!(read.headers["ratelimit-policy"], r#""token";q=5;w=10, "workspace";q=100;w=10"#);
+        assert_eq!(remaining(&read)["token"], 4);
+        assert!(read.headers.contains_key("x-accepted-scopes"), "{:?}", read.headers);
+        let write = client.post("/v3/tags", json!({ "name": "refused" })).await;
+        assert_eq!(write.status, 403, "{}", write.body);
+        assert_eq!(remaining(&write)["token"], 3);
+        assert_eq!(app.get("/v3/tags").await.expect(200)["totalCount"], 0, "a refused change writes nothing");
+        // What it may do counts on from there.
+        let allowed = client.get("/v3/tags").await;
+        assert_eq!(allowed.status, 200, "{}", allowed.body);
+        assert_eq!(remaining(&allowed)["token"], 2);
+        let unknown = app.as_token("crm_1_NotAToken0000000000000000000000000000").get("/v3/tags").await;
+        assert_eq!(unknown.status, 401, "{}", unknown.body);
+        assert!(!unknown.headers.contains_key("ratelimit"), "{:?}", unknown.headers);
     }
 }

@@ -131,6 +131,48 @@ api_test! {
 }
 
 api_test! {
+    /// An upsert by a merged contact's phone updates the survivor, as
+    /// find-or-create answers it (not a 409 "already exists"), and the
+    /// survivor keeps its own phone; merged on, the phones go along.
+    async fn an_upsert_by_a_merged_phone_updates_the_survivor(app) {
+        let ana = contact(&app, json!({ "name": "Ana", "phone": "11 98765-0001" })).await;
+        let again = contact(&app, json!({ "name": "Ana S.", "phone": "11 98765-0002" })).await;
+        app.post(&format!("/v3/contacts/{ana}/merge"), json!({ "ids": [again] })).await.expect(200);
+        let total = app.get("/v3/contacts").await.expect(200)["totalCount"].clone();
+        let answer = app
+            .post("/v3/contacts/batch", json!({ "operations": [
+                { "op": "upsert", "data": { "phone": "(11) 98765-0002", "location": "Recife" } },
+                { "op": "upsert", "by": "phone", "data": { "phone": "+55 11 98765-0002", "notes": "called back" } },
+            ]}))
+            .await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        for result in answer.body["results"].as_array().unwrap() {
+            assert_eq!((result["status"].clone(), result["created"].clone(), result["id"].clone()), (json!(200), json!(false), json!(ana)), "{result}");
+        }
+        let survivor = app.get(&format!("/v3/contacts/{ana}")).await.expect(200);
+        assert_eq!((survivor["phone"].clone(), survivor["location"].clone(), survivor["notes"].clone()), (json!("+5511987650001"), json!("Recife"), json!("called back")));
+        assert_eq!(app.get("/v3/contacts").await.expect(200)["totalCount"], total, "no contact created");
+        for phone in ["11 98765-0001", "11 98765-0002"] {
+            let found = app.post("/v3/contacts/find-or-create", json!({ "phone": phone })).await;
+            assert_eq!(found.headers["x-contact-created"], "false");
+            assert_eq!(found.expect(201)["id"], json!(ana));
+        }
+        // Ana merged on into Bia: both of Ana's phones find Bia.
+        let bia = contact(&app, json!({ "name": "Bia", "phone": "11 98765-0003" })).await;
+        app.post(&format!("/v3/contacts/{bia}/merge"), json!({ "ids": [ana] })).await.expect(200);
+        for phone in ["11 98765-0001", "11 98765-0002"] {
+            let answer = app
+                .post("/v3/contacts/batch", json!({ "operations": [{ "op": "upsert", "data": { "phone": phone, "origin": "call" } }] }))
+                .await;
+            assert_eq!(answer.status, 200, "{}", answer.body);
+            let result = &answer.body["results"][0];
+            assert_eq!((result["id"].clone(), result["created"].clone()), (json!(bia), json!(false)), "{result}");
+        }
+        assert_eq!(app.get(&format!("/v3/contacts/{bia}")).await.expect(200)["phone"], "+5511987650003");
+    }
+}
+
+api_test! {
     /// A merge of more records than a request moves itself answers 202 with
     /// the `Location` of the job, which finishes in the background.
     async fn a_large_merge_runs_on_in_the_background(app) {

@@ -89,7 +89,8 @@ api_test! {
 }
 
 api_test! {
-    /// Names are unique per workspace, compared without case and spacing.
+    /// Names are unique per workspace, compared without case and spacing (and
+    /// accents: `names_are_one_without_case_accents_or_spacing`).
     async fn refuses_a_duplicate_name_with_409(app) {
         app.post("/v3/tags", json!({ "name": "VIP" })).await.expect(201);
         app.post("/v3/tags", json!({ "name": "VIP" })).await.expect_error(409);
@@ -97,6 +98,59 @@ api_test! {
         app.post("/v1/tags", json!({ "name": "Vip" })).await.expect_error(409);
         let page = app.get("/v3/tags").await.expect(200);
         assert_eq!(page["totalCount"], 1, "a refused create writes nothing");
+    }
+}
+
+api_test! {
+    /// A name is one without case, accents or spacing, as the tags batch's
+    /// upsert promises: "promocao  de NATAL" is "Promoção de Natal" (409 on
+    /// create, found by upsert), and renaming to it is a 409 too.
+    async fn names_are_one_without_case_accents_or_spacing(app) {
+        let tag = app.post("/v3/tags", json!({ "name": "Promoção de Natal" })).await.expect(201);
+        app.post("/v3/tags", json!({ "name": " promocao  de NATAL" })).await.expect_error(409);
+        let other = app.tag_path("Black Friday").await;
+        app.patch(&other, json!({ "name": "PROMOÇAO DE NATAL" })).await.expect_error(409);
+        let answer = app
+            .post("/v3/tags/batch", json!({ "operations": [{ "op": "upsert", "data": { "name": "promocao de natal", "color": "#00ff00" } }] }))
+            .await
+            .expect(200);
+        let result = &answer["results"][0];
+        assert_eq!((result["status"].clone(), result["created"].clone(), result["id"].clone()), (json!(200), json!(false), tag["id"].clone()), "{answer}");
+        assert_eq!(result["data"]["color"], "#00ff00");
+        assert_eq!(app.get("/v3/tags").await.expect(200)["totalCount"], 2);
+        // Deleted, its name is free again, in any spelling.
+        app.delete(&format!("/v3/tags/{}", tag["id"].as_str().unwrap())).await.expect(200);
+        app.post("/v3/tags", json!({ "name": "Promocao de Natal" })).await.expect(201);
+    }
+}
+
+api_test! {
+    /// A tag named with accents before names were folded holds the sentinel
+    /// of that rule alone (its name without case and spacing): an upsert of
+    /// its own name finds it, a create of its own name is a 409, and once it
+    /// is renamed its old name is free.
+    async fn a_tag_named_before_accents_were_folded_keeps_its_name(app) {
+        let tag = app.post("/v3/tags", json!({ "name": "Ação" })).await.expect(201);
+        let id = tag["id"].as_str().unwrap().to_owned();
+        // As the earlier rule left it: the sentinel of "ação", not of "acao".
+        let ws = shared::ids::WorkspaceId(1);
+        let today = shared::keys::tag_name(ws, "acao");
+        let mut sentinel = app.store.get(&today, true).await.unwrap().expect("the name's sentinel");
+        sentinel.insert(shared::store::SK.into(), json!("TAGNAME#ação"));
+        app.store.write(vec![
+            shared::store::Write::Delete { key: today, condition: None },
+            shared::store::Write::Put { item: sentinel, condition: None },
+        ]).await.unwrap();
+
+        app.post("/v3/tags", json!({ "name": " AÇÃO " })).await.expect_error(409);
+        let answer = app
+            .post("/v3/tags/batch", json!({ "operations": [{ "op": "upsert", "data": { "name": "ação", "textColor": "#fff" } }] }))
+            .await
+            .expect(200);
+        assert_eq!((answer["results"][0]["created"].clone(), answer["results"][0]["id"].clone()), (json!(false), json!(id)), "{answer}");
+        assert_eq!(app.get("/v3/tags").await.expect(200)["totalCount"], 1);
+        app.patch(&format!("/v3/tags/{id}"), json!({ "name": "Reação" })).await.expect(200);
+        app.post("/v3/tags", json!({ "name": "Ação" })).await.expect(201);
     }
 }
 

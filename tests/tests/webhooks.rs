@@ -305,10 +305,18 @@ api_test! {
 }
 
 api_test! {
-    /// No delivery reaches the inside: an address literal of a private class
-    /// is refused at creation, and a name that resolves to one is refused at
-    /// each delivery (the attempt says why), unless allowed for development.
+    /// No delivery reaches the inside: an address literal of a private class,
+    /// and a name that is loopback or resolves to the inside, are refused at
+    /// creation and at a change of `url`; a name that came to point inside
+    /// after its registration is refused at each delivery (the attempt says
+    /// why), unless allowed for development.
     async fn no_delivery_reaches_the_inside(app) {
+        let receiver = Receiver::start().await;
+        let port = receiver.url.rsplit(':').next().unwrap().to_owned();
+        // Registered while private addresses were allowed, as a name that
+        // pointed outside then would be: each attempt checks it again.
+        let created = app.post("/v3/webhooks", json!({ "url": format!("https://localhost:{port}"), "types": ["tag.*"] })).await.expect(201);
+        let path = format!("/v3/webhooks/{}", created["id"].as_str().unwrap());
         let mut settings = webhook_settings();
         settings.allow_private = false;
         settings.schedule = vec![];
@@ -317,14 +325,14 @@ api_test! {
             "https://169.254.169.254/latest/meta-data/", "https://127.0.0.1/", "https://10.1.2.3/",
             "https://[::1]/", "https://[fd00:ec2::254]/", "https://[::ffff:169.254.169.254]/",
             "https://[fe80::1]/", "https://192.168.0.1/", "http://hooks.example.com/",
+            "https://localhost/", "https://LOCALHOST/", "https://localhost./", "https://localhost:443/",
+            "https://hooks.localhost/", &format!("https://localhost:{port}"),
         ] {
             let e = app.post("/v3/webhooks", json!({ "url": url })).await.expect_field_error("url");
             assert!(e["message"].as_str().unwrap().contains("url"), "{e}");
         }
-        let receiver = Receiver::start().await;
-        let port = receiver.url.rsplit(':').next().unwrap();
-        let created = app.post("/v3/webhooks", json!({ "url": format!("https://localhost:{port}"), "types": ["tag.*"] })).await.expect(201);
-        let path = format!("/v3/webhooks/{}", created["id"].as_str().unwrap());
+        app.patch(&path, json!({ "url": "https://LocalHost./elsewhere" })).await.expect_field_error("url");
+        assert_eq!(app.get("/v3/webhooks").await.expect(200)["totalCount"], 1, "nothing refused was made");
         app.post("/v3/tags", json!({ "name": "a" })).await.expect(201);
         let failed = log_when(&app, &path, |log| log.first().is_some_and(|d| d["status"] == "failed")).await[0].clone();
         let error = failed["attempts"][0]["error"].as_str().unwrap_or_default();

@@ -26,15 +26,17 @@ use crate::store::{Item, Key, Metrics, Page, Query, SharedStore, Store, StoreErr
 pub struct TokenCheck(Arc<Check>);
 
 struct Check {
-    verdict: tokio::sync::OnceCell<Result<Identity, ApiError>>,
-    /// The ungated store, the token's SHA-256, the workspace it names and
-    /// what the operation needs.
-    lookup: Option<(SharedStore, String, Option<WorkspaceId>, Need)>,
+    /// Who the token is, or why it does not hold (401): read once.
+    identity: tokio::sync::OnceCell<Result<Identity, ApiError>>,
+    /// The ungated store, the token's SHA-256 and the workspace it names.
+    lookup: Option<(SharedStore, String, Option<WorkspaceId>)>,
+    /// What the operation needs of the token (a 403 when it lacks it).
+    need: Need,
 }
 
 impl fmt::Debug for TokenCheck {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0.verdict.get() {
+        match self.0.identity.get() {
             Some(Ok(identity)) => write!(f, "TokenCheck({})", identity.token_id),
             Some(Err(_)) => f.write_str("TokenCheck(refused)"),
             None => f.write_str("TokenCheck(pending)"),
@@ -50,8 +52,9 @@ impl TokenCheck {
     /// A caller known without a read (operator tools, the import worker).
     pub(super) fn settled(identity: Identity) -> Self {
         Self(Arc::new(Check {
-            verdict: tokio::sync::OnceCell::new_with(Some(Ok(identity))),
+            identity: tokio::sync::OnceCell::new_with(Some(Ok(identity))),
             lookup: None,
+            need: Need::Token,
         }))
     }
 
@@ -64,15 +67,26 @@ impl TokenCheck {
         need: Need,
     ) -> Self {
         Self(Arc::new(Check {
-            verdict: tokio::sync::OnceCell::new(),
-            lookup: Some((store, sha256, named, need)),
+            identity: tokio::sync::OnceCell::new(),
+            lookup: Some((store, sha256, named)),
+            need,
         }))
     }
 
-    /// Who the token is, or why it is refused; the first caller sends the read.
+    /// Who the token is, or why it is refused (401, or 403 when it lacks
+    /// what the operation needs); the first caller sends the read.
     pub async fn verdict(&self) -> Result<&Identity, ApiError> {
+        let identity = self.authenticated().await?;
+        identity.allows(self.0.need)?;
+        Ok(identity)
+    }
+
+    /// Who the token is, whatever the operation needs: `Err` only when the
+    /// token does not hold (401). A 403 is an answer to a token that holds,
+    /// which its rate limits count.
+    pub async fn authenticated(&self) -> Result<&Identity, ApiError> {
         self.0
-            .verdict
+            .identity
             .get_or_init(|| self.0.look_up())
             .await
             .as_ref()
@@ -80,13 +94,13 @@ impl TokenCheck {
     }
 
     pub fn is_settled(&self) -> bool {
-        self.0.verdict.initialized()
+        self.0.identity.initialized()
     }
 }
 
 impl Check {
     async fn look_up(&self) -> Result<Identity, ApiError> {
-        let Some((store, sha256, named, need)) = &self.lookup else {
+        let Some((store, sha256, named)) = &self.lookup else {
             return Err(ApiError::internal("a settled token check has no lookup"));
         };
         // Strongly consistent: a revoked token fails on its very next request.
@@ -104,14 +118,12 @@ impl Check {
         if secret.expires_at.is_some_and(|at| at <= ids::now()) {
             return Err(ApiError::unauthorized("token expired"));
         }
-        let identity = Identity {
+        Ok(Identity {
             workspace_id: secret.workspace_id,
             token_id: secret.token_id,
             scopes: secret.scopes,
             expires_at: secret.expires_at,
-        };
-        identity.allows(*need)?;
-        Ok(identity)
+        })
     }
 }
 
@@ -158,6 +170,16 @@ impl Store for Gated {
                 .map_err(|refusal| StoreError::Refused(Box::new(refusal)))?;
         }
         self.0.write(writes).await
+    }
+
+    async fn write_all(&self, transactions: Vec<Vec<Write>>) -> Vec<Result<(), StoreError>> {
+        if let Some(check) = pending()
+            && let Err(refusal) = check.verdict().await
+        {
+            let refused = || StoreError::Refused(Box::new(refusal.clone()));
+            return transactions.iter().map(|_| Err(refused())).collect();
+        }
+        self.0.write_all(transactions).await
     }
 
     fn metrics(&self) -> &Metrics {

@@ -103,8 +103,22 @@ impl Caller {
     }
 
     /// Who the token is: waits for its record when that is still being read.
+    /// A 403 when the token lacks what the request's route needs.
     pub async fn identity(&self) -> Result<&Identity, ApiError> {
         self.token.verdict().await
+    }
+
+    /// Whether its token's record was read already: `false` for a read whose
+    /// token check goes out beside its own reads ([`check`]).
+    pub fn is_checked(&self) -> bool {
+        self.token.is_settled()
+    }
+
+    /// Whether the token holds (whatever its scopes): a refusal of a token
+    /// that holds is a 403, which its rate limits count; one that does not
+    /// hold is a 401, which they do not.
+    pub async fn holds(&self) -> bool {
+        self.token.authenticated().await.is_ok()
     }
 
     pub async fn token_id(&self) -> Result<&str, ApiError> {
@@ -175,6 +189,25 @@ impl Caller {
         store: SharedStore,
         need: Need,
     ) -> Result<Self, ApiError> {
+        let caller = Self::authenticate_counted(headers, reads_only, store, need).await?;
+        if caller.is_checked() {
+            // Read already (not a gated read): its scopes too, here.
+            caller.identity().await?;
+        }
+        Ok(caller)
+    }
+
+    /// [`Caller::authenticate`] for the guard of a route, which counts every
+    /// answer to a token that holds in its rate limits: a token that holds
+    /// but lacks the scope `need` asks for is a caller all the same, whose
+    /// [`Caller::identity`] is that 403. Only a token that does not hold is
+    /// refused here (401). The guard answers the 403 before any handler runs.
+    pub async fn authenticate_counted(
+        headers: &HeaderMap,
+        reads_only: bool,
+        store: SharedStore,
+        need: Need,
+    ) -> Result<Self, ApiError> {
         let token = bearer(headers)?;
         let named = match token_shape(token) {
             TokenShape::Malformed => return Err(check::invalid()),
@@ -195,7 +228,7 @@ impl Caller {
                 })
             }
             _ => {
-                let identity = check.verdict().await?;
+                let identity = check.authenticated().await?;
                 Ok(Caller {
                     workspace_id: identity.workspace_id,
                     request_id,

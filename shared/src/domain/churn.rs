@@ -8,6 +8,12 @@
 //! EXPENSIVE " is "Too expensive"); the first spelling stays. At most 200
 //! characters each and 200 in the list; a request adds at most 50. The list is
 //! one Query of one partition, bounded by its size.
+//!
+//! Each reason added is a record with its event (`churnReason.created`), so a
+//! request's reasons are written [`PER_TRANSACTION`] to a transaction (one
+//! transaction holds 100 items): in the order given, each transaction with its
+//! audit entry. Should one fail, those before it stay added, and the same
+//! request again adds the rest (a reason added twice is added once).
 
 use serde::{Deserialize, Serialize};
 use validator::Validate;
@@ -22,6 +28,11 @@ use crate::validate::needs_one_of;
 
 pub const MAX_REASONS: usize = 200;
 pub const MAX_PER_REQUEST: usize = 50;
+/// Reasons written in one transaction: each is two items (the record and its
+/// event), beside the audit entry, its two counters and an Idempotency-Key's
+/// record: 54 of the 100 items a transaction holds
+/// (`tests/tests/maxima.rs` sends the most a request may add).
+pub const PER_TRANSACTION: usize = 25;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -173,21 +184,31 @@ pub async fn add(
                 "the list holds {count} reasons; at most {MAX_REASONS}"
             )));
         }
-        let mut m = Mutation::new(caller);
-        for (reason, folded) in &new {
-            m.create(&ChurnReason {
-                reason: reason.clone(),
-                folded: folded.clone(),
-                stamps: Stamps::new(),
-            })?;
+        let mut taken = false;
+        for part in new.chunks(PER_TRANSACTION) {
+            let mut m = Mutation::new(caller);
+            for (reason, folded) in part {
+                m.create(&ChurnReason {
+                    reason: reason.clone(),
+                    folded: folded.clone(),
+                    stamps: Stamps::new(),
+                })?;
+            }
+            match m
+                .commit(store, "churnReason.add", "churnReason", &part[0].1)
+                .await
+            {
+                Ok(()) => {}
+                // Added meanwhile by another request: look again at what is left.
+                Err(CommitError::IdTaken) => {
+                    taken = true;
+                    break;
+                }
+                Err(CommitError::Api(e)) => return Err(e),
+            }
         }
-        match m
-            .commit(store, "churnReason.add", "churnReason", &new[0].1)
-            .await
-        {
-            Ok(()) => return list(store).await,
-            Err(CommitError::IdTaken) => continue,
-            Err(CommitError::Api(e)) => return Err(e),
+        if !taken {
+            return list(store).await;
         }
     }
     Err(ApiError::conflict(

@@ -15,6 +15,7 @@ pub mod deals;
 pub mod events;
 pub mod imports;
 pub mod jobs;
+pub mod maxima;
 pub mod products;
 pub mod redirects;
 pub mod relations;

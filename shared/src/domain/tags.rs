@@ -1,9 +1,10 @@
 //! Tags: one stored record, served as the `/v3` Tag and the `/v1` public tag.
 //!
-//! The name is unique per workspace, compared without case and surrounding or
-//! repeated spaces ("VIP" and " vip " are the same tag). A sentinel item keyed by
-//! the normalized name is claimed in the same transaction as the tag, so of two
-//! concurrent creates of one name exactly one succeeds and the other gets 409.
+//! The name is unique per workspace, compared without case, accents and
+//! surrounding or repeated spaces ("VIP" and " vip " are the same tag, and so
+//! are "Promoção" and "promocao"). A sentinel item keyed by the normalized name
+//! is claimed in the same transaction as the tag, so of two concurrent creates
+//! of one name exactly one succeeds and the other gets 409.
 
 use serde::{Deserialize, Serialize};
 use validator::Validate;
@@ -55,12 +56,41 @@ impl Record for Tag {
     }
 }
 
-/// The name as uniqueness sees it: trimmed, inner spaces collapsed, lowercase.
+/// The name as uniqueness sees it: trimmed, inner spaces collapsed,
+/// lowercase, without accents ([`crate::text::fold`]).
 pub fn normalize_name(name: &str) -> String {
-    name.split_whitespace()
+    crate::text::fold(name)
+}
+
+/// The sentinel of `name` as tags named before accents were folded hold it
+/// (trimmed, inner spaces collapsed, lowercase), when it is another than
+/// today's: such a tag holds that one alone, so a new name checks that it is
+/// free too, and a rename or a deletion frees it.
+fn earlier_key(ws: WorkspaceId, name: &str) -> Option<Key> {
+    let earlier = name
+        .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
-        .to_lowercase()
+        .to_lowercase();
+    (earlier != normalize_name(name)).then(|| keys::tag_name(ws, &earlier))
+}
+
+/// The tag that holds `name`: its sentinel's owner (today's, else the one a
+/// tag named before accents were folded holds). One GetItem, two for a name
+/// with accents that no tag holds.
+async fn owner_of(store: &dyn Store, ws: WorkspaceId, name: &str) -> ApiResult<Option<u64>> {
+    let sentinels =
+        std::iter::once(keys::tag_name(ws, &normalize_name(name))).chain(earlier_key(ws, name));
+    for key in sentinels {
+        let owner = store
+            .get(&key, true)
+            .await?
+            .and_then(|sentinel| sentinel.get("owner")?.as_str()?.parse::<u64>().ok());
+        if owner.is_some() {
+            return Ok(owner);
+        }
+    }
+    Ok(None)
 }
 
 // ------------------------------------------------------------------ inputs
@@ -244,13 +274,9 @@ pub async fn upsert(
     caller: &Caller,
     input: CreateTag,
 ) -> ApiResult<(Tag, bool)> {
-    let name = keys::tag_name(caller.workspace_id, &normalize_name(&input.name));
     for attempt in 0..12 {
         record::pause_before(attempt).await;
-        let owner = store
-            .get(&name, true)
-            .await?
-            .and_then(|sentinel| sentinel.get("owner")?.as_str()?.parse::<u64>().ok());
+        let owner = owner_of(store, caller.workspace_id, &input.name).await?;
         let attempt = match owner {
             Some(id) => {
                 let patch = PatchTag {
@@ -310,6 +336,9 @@ async fn insert(
             name_taken(&tag.name),
         )
         .count_list(&keys::counter(caller.workspace_id, LIST), 1);
+    if let Some(earlier) = earlier_key(caller.workspace_id, &tag.name) {
+        m.absent(earlier, name_taken(&tag.name));
+    }
     m.commit(store, "tag.create", "tag", &tag.id.to_string())
         .await?;
     Ok(tag)
@@ -389,14 +418,20 @@ pub async fn update(
     if !m.update(&current, &mut tag)? {
         return Ok(current); // nothing changed: no write, no audit entry
     }
+    let ws = caller.workspace_id;
     let (old_key, new_key) = (normalize_name(&current.name), normalize_name(&tag.name));
     if old_key != new_key {
-        m.remove(keys::tag_name(caller.workspace_id, &old_key))
-            .claim(
-                keys::tag_name(caller.workspace_id, &new_key),
-                &tag.id.to_string(),
-                name_taken(&tag.name),
-            );
+        m.remove(keys::tag_name(ws, &old_key)).claim(
+            keys::tag_name(ws, &new_key),
+            &tag.id.to_string(),
+            name_taken(&tag.name),
+        );
+        if let Some(earlier) = earlier_key(ws, &current.name) {
+            m.remove(earlier);
+        }
+        if let Some(earlier) = earlier_key(ws, &tag.name) {
+            m.absent(earlier, name_taken(&tag.name));
+        }
     }
     m.commit(store, "tag.update", "tag", &id.to_string())
         .await?;
@@ -412,6 +447,9 @@ pub async fn delete(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<Ta
             &normalize_name(&tag.name),
         ))
         .count_list(&keys::counter(caller.workspace_id, LIST), -1);
+    if let Some(earlier) = earlier_key(caller.workspace_id, &tag.name) {
+        m.remove(earlier);
+    }
     m.commit(store, "tag.delete", "tag", &id.to_string())
         .await?;
     Ok(tag)

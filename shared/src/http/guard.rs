@@ -16,10 +16,11 @@ use crate::ratelimit::{Admission, Limiter};
 use crate::store::SharedStore;
 
 /// Authenticates the request as its route needs ([`Route::need`]), before
-/// anything else reads it: no token, a token that does not hold, or one
-/// without the scope is answered here (a read's token check goes out beside
-/// its reads, see [`Caller::authenticate`]). The caller is left in the
-/// request's extensions for the handler.
+/// anything else reads it: no token, or a token that does not hold, is
+/// answered here (a read's token check goes out beside its reads, see
+/// [`Caller::authenticate`]); a token without the scope is answered by
+/// [`limited`], within its rate limits. The caller is left in the request's
+/// extensions for the handler.
 pub(super) async fn authenticate(
     state: &AppState,
     req: &mut Request,
@@ -35,7 +36,8 @@ pub(super) async fn authenticate(
     }
     let reads_only = matches!(*req.method(), Method::GET | Method::HEAD);
     let caller =
-        Caller::authenticate(req.headers(), reads_only, state.ungated.clone(), need).await?;
+        Caller::authenticate_counted(req.headers(), reads_only, state.ungated.clone(), need)
+            .await?;
     req.extensions_mut().insert(caller.clone());
     Ok(Some(caller))
 }
@@ -45,7 +47,9 @@ pub(super) async fn authenticate(
 /// already), and a batch the rest of its operations once it has read them
 /// ([`Meter::charge`]); a read, once its token holds (it does not wait for
 /// that before its reads), so a token that does not hold takes nothing of a
-/// workspace's bucket. Every answer says where the caller stands.
+/// workspace's bucket. A token that holds without the route's scope is
+/// refused here (403), its handler never run, and counted like any other
+/// request. Every answer to a token that holds says where it stands.
 pub(super) async fn limited(
     served: Served,
     caller: Caller,
@@ -59,20 +63,30 @@ pub(super) async fn limited(
         admission: Mutex::default(),
     })));
     let reads_only = matches!(*req.method(), Method::GET | Method::HEAD);
-    let mut response = if reads_only {
+    let mut response = if reads_only && !caller.is_checked() {
+        // A read whose token check goes out beside its own reads.
         let response = idempotent::idempotent(served, req, next).await;
-        if caller.identity().await.is_err() {
+        let scoped = caller.identity().await.map(|_| ());
+        if scoped.is_err() && !caller.holds().await {
             return response; // refused by the token check in `around`
         }
-        match meter.charge(1).await {
-            Err(refusal) => refusal.into_response(),
-            Ok(()) => response,
+        match (scoped, meter.charge(1).await) {
+            (_, Err(refusal)) => refusal.into_response(),
+            // Without the scope: the 403 (`around` answers it too, and keeps
+            // the headers set below).
+            (Err(refused), Ok(())) => refused.into_response(),
+            (Ok(()), Ok(())) => response,
         }
     } else {
-        match meter.charge(1).await {
-            Err(refusal) => refusal.into_response(),
-            Ok(()) => {
-                req.extensions_mut().insert(meter.clone());
+        // Its token read already: without the scope, refused before its handler runs.
+        let scoped = caller.identity().await.map(|_| ());
+        match (scoped, meter.charge(1).await) {
+            (_, Err(refusal)) => refusal.into_response(),
+            (Err(refused), Ok(())) => refused.into_response(),
+            (Ok(()), Ok(())) => {
+                if !reads_only {
+                    req.extensions_mut().insert(meter.clone());
+                }
                 idempotent::idempotent(served, req, next).await
             }
         }
@@ -150,6 +164,9 @@ impl<S: Send + Sync> FromRequestParts<S> for Meter {
 
 impl aide::operation::OperationInput for Meter {}
 
+/// The headers that say where a caller stands in its rate limits.
+pub(super) const RATE_LIMIT_HEADERS: [&str; 2] = ["ratelimit-policy", "ratelimit"];
+
 /// `RateLimit-Policy` and `RateLimit` on an answer.
 fn rate_limit_headers(admission: &Admission, response: &mut Response) {
     if let Some((policy, limit)) = admission.headers()
@@ -158,7 +175,7 @@ fn rate_limit_headers(admission: &Admission, response: &mut Response) {
             HeaderValue::from_str(&limit),
         )
     {
-        response.headers_mut().insert("ratelimit-policy", policy);
-        response.headers_mut().insert("ratelimit", limit);
+        response.headers_mut().insert(RATE_LIMIT_HEADERS[0], policy);
+        response.headers_mut().insert(RATE_LIMIT_HEADERS[1], limit);
     }
 }

@@ -193,7 +193,16 @@ async fn around(State(served): State<Served>, req: Request, next: Next) -> Respo
             match crate::context::gate::<crate::auth::TokenCheck>() {
                 Some(check) => match check.verdict().await {
                     Ok(_) => response,
-                    Err(refusal) => refusal.into_response(),
+                    Err(refusal) => {
+                        // A 403 says where the token stands, as `guard::limited` found it.
+                        let mut refused = refusal.into_response();
+                        for name in guard::RATE_LIMIT_HEADERS {
+                            if let Some(value) = response.headers().get(name) {
+                                refused.headers_mut().insert(name, value.clone());
+                            }
+                        }
+                        refused
+                    }
                 },
                 None => response,
             }

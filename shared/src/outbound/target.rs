@@ -4,12 +4,15 @@
 //! service can reach. So, unless a local developer allows it:
 //!
 //! - only `https`, with no user or password in the URL;
-//! - the host is resolved at every delivery (a name that pointed outside
+//! - the host is resolved when the address is registered ([`check`]) and
+//!   again at every delivery ([`resolve`]: a name that pointed outside
 //!   yesterday may point inside today), and refused when any of its
 //!   addresses is loopback, private, link-local (which holds the metadata
 //!   address 169.254.169.254), unique-local (AWS's IPv6 metadata address
 //!   fd00:ec2::254 is one), shared, reserved, multicast, or an IPv6 form
 //!   that carries such an IPv4 address (mapped, compatible, NAT64, 6to4);
+//!   `localhost` and the names under `.localhost` are loopback by name
+//!   (RFC 6761), without a lookup, in any case and with a trailing dot;
 //! - the connection goes to the address checked, not to a second lookup.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -66,30 +69,71 @@ fn refuse_private(ip: IpAddr, allow_private: bool) -> Result<IpAddr, String> {
     }
 }
 
-/// The address to connect to: the host resolved now, refused when any of
-/// its addresses is not public (unless allowed).
+/// `raw` as a webhook's address at its registration (a create, a change of
+/// its URL), checked as each attempt checks it: [`parse`], then a host name
+/// refused when it is a loopback name or when it resolves now to any
+/// address that is not public (unless allowed). A name that does not
+/// resolve now is taken: each attempt resolves it again.
+pub async fn check(raw: &str, allow_private: bool) -> Result<Target, String> {
+    let target = parse(raw, allow_private)?;
+    if allow_private || target.host.parse::<IpAddr>().is_ok() {
+        return Ok(target); // an address literal: `parse` checked it
+    }
+    refuse_loopback_name(&target.host)?;
+    if let Ok(addrs) = lookup(&target).await {
+        refuse_inside(&target.host, &addrs)?;
+    }
+    Ok(target)
+}
+
+/// The address to connect to: the host resolved now, refused when it is a
+/// loopback name or any of its addresses is not public (unless allowed).
 pub async fn resolve(target: &Target, allow_private: bool) -> Result<SocketAddr, String> {
-    let lookup = tokio::net::lookup_host((target.host.as_str(), target.port));
-    let addrs: Vec<SocketAddr> = tokio::time::timeout(Duration::from_secs(5), lookup)
-        .await
-        .map_err(|_| format!("{} did not resolve within 5 s", target.host))?
-        .map_err(|e| format!("{} does not resolve: {e}", target.host))?
-        .collect();
     if !allow_private {
-        for addr in &addrs {
-            if let Some(class) = class(addr.ip()) {
-                return Err(format!(
-                    "{} resolves to {}, a {class} address",
-                    target.host,
-                    addr.ip()
-                ));
-            }
-        }
+        refuse_loopback_name(&target.host)?;
+    }
+    let addrs = lookup(target).await?;
+    if !allow_private {
+        refuse_inside(&target.host, &addrs)?;
     }
     addrs
         .into_iter()
         .next()
         .ok_or_else(|| format!("{} has no address", target.host))
+}
+
+/// The host's addresses now (5 s at most).
+async fn lookup(target: &Target) -> Result<Vec<SocketAddr>, String> {
+    let lookup = tokio::net::lookup_host((target.host.as_str(), target.port));
+    Ok(tokio::time::timeout(Duration::from_secs(5), lookup)
+        .await
+        .map_err(|_| format!("{} did not resolve within 5 s", target.host))?
+        .map_err(|e| format!("{} does not resolve: {e}", target.host))?
+        .collect())
+}
+
+/// `localhost` and every name under `.localhost` are loopback whatever a
+/// resolver answers (RFC 6761, 6.3), compared without case and without a
+/// trailing dot (`LOCALHOST.` is `localhost`).
+fn refuse_loopback_name(host: &str) -> Result<(), String> {
+    let name = host.trim_end_matches('.').to_ascii_lowercase();
+    if name == "localhost" || name.ends_with(".localhost") {
+        return Err(format!("{host} is a loopback name"));
+    }
+    Ok(())
+}
+
+/// Refused when any of the host's addresses is not public.
+fn refuse_inside(host: &str, addrs: &[SocketAddr]) -> Result<(), String> {
+    for addr in addrs {
+        if let Some(class) = class(addr.ip()) {
+            return Err(format!(
+                "{host} resolves to {}, a {class} address",
+                addr.ip()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// What kind of address `ip` is, when it is not one to deliver to; `None`:
@@ -241,5 +285,45 @@ mod tests {
         let e = resolve(&local, false).await.unwrap_err();
         assert!(e.contains("loopback"), "{e}");
         assert!(resolve(&local, true).await.unwrap().ip().is_loopback());
+        // By its addresses too (the hosts file's, here), not by its name alone.
+        let addrs = lookup(&local).await.unwrap();
+        let e = refuse_inside(&local.host, &addrs).unwrap_err();
+        assert!(e.contains("loopback"), "{e}");
+    }
+
+    /// At registration, as at each attempt: a loopback name in any case,
+    /// with a trailing dot or a port, percent-encoded, or under
+    /// `.localhost`; an address literal of the inside. A name that does not
+    /// resolve now is taken (each attempt resolves it again).
+    #[tokio::test]
+    async fn names_of_the_inside_are_refused_at_registration() {
+        for url in [
+            "https://localhost/",
+            "https://LOCALHOST/",
+            "https://localhost./",
+            "https://localhost:443/",
+            "https://LocalHost.:8443/hook",
+            "https://api.localhost/",
+            "https://%6C%6F%63%61%6C%68%6F%73%74/",
+            "https://[::1]/",
+            "https://127.0.0.1/",
+        ] {
+            let e = check(url, false).await.unwrap_err();
+            assert!(e.contains("loopback"), "{url}: {e}");
+        }
+        assert!(check("https://localhost/", true).await.is_ok());
+        assert!(check("https://no-such-host.invalid/", false).await.is_ok());
+        assert!(check("https://203.0.114.7/hooks", false).await.is_ok());
+    }
+
+    #[test]
+    fn any_address_of_the_inside_refuses_a_name() {
+        let addrs: Vec<SocketAddr> = ["93.184.216.34:443", "10.0.0.5:443"]
+            .iter()
+            .map(|a| a.parse().unwrap())
+            .collect();
+        let e = refuse_inside("hooks.example.com", &addrs).unwrap_err();
+        assert!(e.contains("10.0.0.5") && e.contains("private"), "{e}");
+        assert!(refuse_inside("hooks.example.com", &addrs[..1]).is_ok());
     }
 }

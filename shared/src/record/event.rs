@@ -135,7 +135,9 @@ impl Change {
         })
     }
 
-    /// The deletion of `record`.
+    /// The deletion of `record` (a merge's too). Its version is one past the
+    /// record's last: the record's last change had the record's own, and a
+    /// receiver that applies only greater versions must apply this one.
     pub fn deleted<R: Record>(record: &R) -> Option<Self> {
         Some(Self {
             workspace: keys::workspace_of(&record.key()),
@@ -144,7 +146,7 @@ impl Change {
             verb: "deleted",
             object: record.event_object(),
             previous: None,
-            version: record.event_version(),
+            version: record.event_version().map(|v| v + 1),
         })
     }
 

@@ -13,6 +13,7 @@ mod audit;
 pub mod event;
 pub mod guard;
 mod mutation;
+pub mod sharing;
 mod write;
 
 pub use audit::{AUDIT_LIST, AuditEntry};

@@ -208,6 +208,19 @@ impl<'a> Mutation<'a> {
         self
     }
 
+    /// Fails the change with `conflict` when an item is at `key` (a value
+    /// held under an earlier rule of uniqueness); writes nothing there.
+    pub fn absent(&mut self, key: Key, conflict: ApiError) -> &mut Self {
+        self.writes.push((
+            Write::Check {
+                key,
+                condition: Condition::NotExists,
+            },
+            Some(OnFailure::Error(conflict)),
+        ));
+        self
+    }
+
     /// Holds a value that more than one record may hold (a contact's e-mail).
     /// The first holder puts `first`; a later one, finding it there, puts
     /// `shared` instead, so that a listing of the shared values reads only
@@ -323,6 +336,16 @@ impl<'a> Mutation<'a> {
         // A move that came to nothing is no write.
         self.writes
             .retain(|(w, _)| !matches!(w, Write::Add { delta: 0, .. }));
+        // Within a batch, with the other operations' commits ([`super::sharing`]).
+        if super::sharing::active() && self.writes.len() < crate::store::MAX_TRANSACTION_ITEMS {
+            let writes: Vec<Write> = self.writes.iter().map(|(w, _)| w.clone()).collect();
+            match super::sharing::offer(store, &writes, resource_id).await {
+                Some(super::sharing::Outcome::Landed) => return Ok(()),
+                Some(super::sharing::Outcome::Failed(e)) => return Err(CommitError::Api(e.into())),
+                // Alone: its transaction failed a condition; on its own now.
+                Some(super::sharing::Outcome::Alone) | None => {}
+            }
+        }
         // The request's guard (an Idempotency-Key's record) moves in this transaction.
         let guard = match super::guard::current(resource_id).transpose()? {
             Some(guarded) => {

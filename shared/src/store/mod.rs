@@ -238,6 +238,9 @@ pub struct Metrics {
     pub queries: AtomicU64,
     pub writes: AtomicU64,
     pub transactions: AtomicU64,
+    /// Durable commits: one per write on DynamoDB; on the embedded store one
+    /// per group its writer commits together.
+    pub commits: AtomicU64,
     /// Items a query evaluated (DynamoDB's ScannedCount).
     pub scanned: AtomicU64,
     /// Capacity units in thousandths (DynamoDB reports halves and fractions).
@@ -253,6 +256,7 @@ pub struct MetricsSnapshot {
     pub queries: u64,
     pub writes: u64,
     pub transactions: u64,
+    pub commits: u64,
     pub scanned: u64,
     pub read_units: f64,
     pub write_units: f64,
@@ -267,6 +271,7 @@ impl Metrics {
             queries: l(&self.queries),
             writes: l(&self.writes),
             transactions: l(&self.transactions),
+            commits: l(&self.commits),
             scanned: l(&self.scanned),
             read_units: l(&self.read_milli_units) as f64 / 1000.0,
             write_units: l(&self.write_milli_units) as f64 / 1000.0,
@@ -291,6 +296,7 @@ impl std::ops::Sub for MetricsSnapshot {
             queries: self.queries - before.queries,
             writes: self.writes - before.writes,
             transactions: self.transactions - before.transactions,
+            commits: self.commits - before.commits,
             scanned: self.scanned - before.scanned,
             read_units: self.read_units - before.read_units,
             write_units: self.write_units - before.write_units,
@@ -319,6 +325,19 @@ pub trait Store: Send + Sync + 'static {
     /// All writes or none. One write is a single-item call; several are a transaction
     /// (at most [`MAX_TRANSACTION_ITEMS`], each on a different item).
     async fn write(&self, writes: Vec<Write>) -> Result<(), StoreError>;
+
+    /// Several transactions, each all or nothing and answered on its own,
+    /// applied in their order (a later one sees what an earlier one wrote):
+    /// a batch's shared commits (`record::sharing`). One after the other
+    /// here (DynamoDB); the embedded store commits them in one durable
+    /// commit.
+    async fn write_all(&self, transactions: Vec<Vec<Write>>) -> Vec<Result<(), StoreError>> {
+        let mut results = Vec::with_capacity(transactions.len());
+        for writes in transactions {
+            results.push(self.write(writes).await);
+        }
+        results
+    }
 
     fn metrics(&self) -> &Metrics;
 

@@ -4,11 +4,20 @@
 //!
 //! Each operation is read, checked and applied alone, by the same domain
 //! function as its single route: a bad or conflicting item gets its own
-//! error in the API's error shape and never fails the others. Operations run
-//! one after the other, so two items naming one record act in input order
-//! (the second sees the first), and the commits of a request carrying an
-//! `Idempotency-Key` move its record in turn. A store failure stops the
-//! batch: the operations after it are answered 503, not tried.
+//! error in the API's error shape and never fails the others.
+//!
+//! Operations run side by side in waves, and a wave's commits are shared
+//! ([`crate::record::sharing`]): packed into as few transactions as DynamoDB
+//! allows, one durable commit on the embedded store, each operation still
+//! all or nothing and answered on its own. A wave holds no two operations
+//! that name one record or one unique value (an id, a phone, an e-mail, an
+//! `externalId`, a tag's name: [`Claims`]), so two items naming one record
+//! act in input order (the second, in a later wave, sees the first); two
+//! that meet on a record no claim names (an upsert by phone and an update by
+//! id of one contact) are told by the record's version, and the one that
+//! lost runs again after the wave. A store failure stops the batch: the
+//! operations of its wave answer 503 (their shared commit may or may not
+//! have landed), those after it 503 "not applied", not tried.
 
 use std::future::Future;
 use std::marker::PhantomData;
@@ -22,6 +31,9 @@ use validator::Validate;
 
 use crate::error::{ApiError, ApiResult, FieldProblem, from_value, validation_error};
 use crate::ids;
+use crate::record::changed_meanwhile;
+use crate::record::sharing::Sharing;
+use crate::store::Store;
 
 mod ops;
 
@@ -31,6 +43,15 @@ pub use ops::{
 
 /// The most operations in one batch.
 pub const MAX_OPERATIONS: usize = 100;
+
+/// What an operation names that another must not touch in the same wave
+/// (`id:7`, `phone:87654321`, `name:vip`); [`EVERYTHING`] for one that
+/// must run alone. Read from the raw operation: a claim too many only
+/// makes a wave shorter.
+pub type Claims = fn(&Value) -> Vec<String>;
+
+/// The claim of an operation that runs alone.
+pub const EVERYTHING: &str = "*";
 
 /// `{ "operations": [ ... ] }`, 1 to 100 of them. Each is kept as JSON here
 /// and read on its own, so that one malformed item is answered alone.
@@ -206,66 +227,143 @@ impl<V> BatchAnswer<V> {
     }
 }
 
-/// Applies each operation of `request` in turn with `apply`, answering each.
-pub async fn run<K, D, V, F, Fut>(request: BatchRequest<K, D>, mut apply: F) -> BatchAnswer<V>
+/// Applies each operation of `request` with `apply`, in waves of operations
+/// whose [`Claims`] do not meet, answering each in input order.
+pub async fn run<K, D, V, F, Fut>(
+    store: &dyn Store,
+    request: BatchRequest<K, D>,
+    claims: Claims,
+    mut apply: F,
+) -> BatchAnswer<V>
 where
     K: DeserializeOwned,
     F: FnMut(Operation<K, D>) -> Fut,
     Fut: Future<Output = ApiResult<Applied<V>>>,
 {
+    let operations = &request.operations;
     let mut answer = BatchAnswer {
-        results: Vec::with_capacity(request.operations.len()),
+        results: Vec::with_capacity(operations.len()),
         succeeded: 0,
         failed: 0,
     };
     // The store failing (a 5xx) stops the batch: the operations after it
     // are not tried, so an outage is not met a hundred times over.
     let mut failed_at = None;
-    for (index, raw) in request.operations.iter().enumerate() {
-        let outcome = match (failed_at, from_value::<Operation<K, D>>(raw)) {
-            (Some(at), _) => Err(ApiError::unavailable(format!(
-                "not applied: operation {at} met a store failure first; send this one again"
-            ))),
-            (None, Err(e)) => Err(e),
-            // A domain function names the body's fields: they are in `data`.
-            (None, Ok(op)) => apply(op).await.map_err(|e| named(e, "data")),
+    let mut start = 0;
+    while start < operations.len() {
+        let end = wave_end(operations, start, claims);
+        let mut outcomes: Vec<ApiResult<Applied<V>>> = match failed_at {
+            Some(at) => (start..end)
+                .map(|_| {
+                    Err(ApiError::unavailable(format!(
+                        "not applied: operation {at} met a store failure first; send this one again"
+                    )))
+                })
+                .collect(),
+            None => {
+                let sharing = Sharing::new(end - start);
+                let wave = operations[start..end].iter().map(|raw| {
+                    let applied = match from_value::<Operation<K, D>>(raw) {
+                        Err(e) => Err(e),
+                        Ok(op) => Ok(apply(op)),
+                    };
+                    let sharing = &sharing;
+                    async move {
+                        match applied {
+                            Err(e) => sharing.run(store, async { Err(e) }).await,
+                            // A domain function names the body's fields: they are in `data`.
+                            Ok(running) => sharing
+                                .run(store, running)
+                                .await
+                                .map_err(|e| named(e, "data")),
+                        }
+                    }
+                });
+                futures_util::future::join_all(wave).await
+            }
         };
-        if let Err(e) = &outcome
-            && e.status.is_server_error()
-        {
-            failed_at.get_or_insert(index);
+        // Two operations of the wave that met on a record no claim named (an
+        // upsert by phone and an update by id of one contact): the one that
+        // lost runs again, alone, once the wave is done, reading what the
+        // other wrote.
+        if end - start > 1 {
+            for (offset, outcome) in outcomes.iter_mut().enumerate() {
+                if !matches!(outcome, Err(e) if changed_meanwhile(e)) {
+                    continue;
+                }
+                if let Ok(op) = from_value::<Operation<K, D>>(&operations[start + offset]) {
+                    *outcome = apply(op).await.map_err(|e| named(e, "data"));
+                }
+            }
         }
-        answer.results.push(match outcome {
-            Ok(done) => {
-                answer.succeeded += 1;
-                ItemResult {
-                    index,
-                    status: if done.created { 201 } else { 200 },
-                    id: Some(done.id),
-                    created: Some(done.created),
-                    data: Some(done.data),
-                    error: None,
-                }
+        for (offset, outcome) in outcomes.into_iter().enumerate() {
+            let index = start + offset;
+            if let Err(e) = &outcome
+                && e.status.is_server_error()
+            {
+                failed_at.get_or_insert(index);
             }
-            Err(e) => {
-                answer.failed += 1;
-                let e = named(e, &format!("operations[{index}]"));
-                ItemResult {
-                    index,
-                    status: e.status.as_u16(),
-                    id: raw.get("id").and_then(|id| match id {
-                        Value::String(s) => Some(s.clone()),
-                        Value::Number(n) => Some(n.to_string()),
-                        _ => None,
-                    }),
-                    created: None,
-                    data: None,
-                    error: Some(e.to_json()),
-                }
+            answer
+                .results
+                .push(result(index, &operations[index], outcome));
+            match answer.results.last().map(|r| r.error.is_none()) {
+                Some(true) => answer.succeeded += 1,
+                _ => answer.failed += 1,
             }
-        });
+        }
+        start = end;
     }
     answer
+}
+
+/// Where the wave that starts at `start` ends: before the first operation
+/// that claims what an earlier one of it claims (or one that must run
+/// alone).
+fn wave_end(operations: &[Value], start: usize, claims: Claims) -> usize {
+    let mut claimed: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut end = start;
+    while end < operations.len() {
+        let names = claims(&operations[end]);
+        let alone = names.iter().any(|n| n == EVERYTHING);
+        if end > start && (alone || names.iter().any(|n| claimed.contains(n))) {
+            break;
+        }
+        end += 1;
+        if alone {
+            break;
+        }
+        claimed.extend(names);
+    }
+    end
+}
+
+/// The answer to operation `index` (`raw` as sent).
+fn result<V>(index: usize, raw: &Value, outcome: ApiResult<Applied<V>>) -> ItemResult<V> {
+    match outcome {
+        Ok(done) => ItemResult {
+            index,
+            status: if done.created { 201 } else { 200 },
+            id: Some(done.id),
+            created: Some(done.created),
+            data: Some(done.data),
+            error: None,
+        },
+        Err(e) => {
+            let e = named(e, &format!("operations[{index}]"));
+            ItemResult {
+                index,
+                status: e.status.as_u16(),
+                id: raw.get("id").and_then(|id| match id {
+                    Value::String(s) => Some(s.clone()),
+                    Value::Number(n) => Some(n.to_string()),
+                    _ => None,
+                }),
+                created: None,
+                data: None,
+                error: Some(e.to_json()),
+            }
+        }
+    }
 }
 
 /// A 400's fields named from `at` (`data` + `email` = `data.email`), but

@@ -4,6 +4,7 @@
 //! tag's name), `delete` where it has a delete.
 
 use serde::Deserialize;
+use serde_json::Value;
 
 use super::{Applied, BatchAnswer, BatchRequest, run};
 use crate::auth::Caller;
@@ -32,7 +33,7 @@ pub async fn contacts(
     caller: &Caller,
     request: BatchRequest<ContactOp, ContactInput>,
 ) -> BatchAnswer<ContactV3> {
-    run(request, |op| async move {
+    run(store, request, contact_claims, |op| async move {
         let (contact, created) = match op.op {
             ContactOp::Create => {
                 let input = op.no_id()?.no_by()?.data()?;
@@ -84,7 +85,7 @@ pub async fn tags(
     caller: &Caller,
     request: BatchRequest<TagOp, TagData>,
 ) -> BatchAnswer<TagV3> {
-    run(request, |op| async move {
+    run(store, request, tag_claims, |op| async move {
         op.no_by()?;
         let (tag, created) = match op.op {
             TagOp::Create => (
@@ -130,7 +131,7 @@ pub async fn deals(
     caller: &Caller,
     request: BatchRequest<DealOp, DealData>,
 ) -> BatchAnswer<DealView> {
-    run(request, |op| async move {
+    run(store, request, id_claims, |op| async move {
         op.no_by()?;
         let (deal, created) = match op.op {
             DealOp::Create => (
@@ -162,11 +163,58 @@ pub async fn products(
     caller: &Caller,
     request: BatchRequest<ProductOp, PatchProduct>,
 ) -> BatchAnswer<ProductView> {
-    run(request, |op| async move {
+    run(store, request, id_claims, |op| async move {
         let ProductOp::Update = op.op;
         let (id, patch) = (op.no_by()?.id()?, op.data()?);
         let product = products::update(store, caller, id, patch).await?;
         Ok(Applied::new(product.id, false, product.into()))
     })
     .await
+}
+
+/// The record an operation names by id (`update`, `delete`).
+fn id_claims(raw: &Value) -> Vec<String> {
+    match raw.get("id") {
+        Some(Value::String(id)) => vec![format!("id:{id}")],
+        Some(Value::Number(id)) => vec![format!("id:{id}")],
+        _ => Vec::new(),
+    }
+}
+
+/// A contact's id, and the values that are one contact's only: each phone
+/// (its last eight digits, which every way of writing it shares), the
+/// e-mail without case, the `externalId`.
+fn contact_claims(raw: &Value) -> Vec<String> {
+    let mut claims = id_claims(raw);
+    let data = &raw["data"];
+    let phones = data["phone"].as_str().into_iter().chain(
+        data["phones"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str),
+    );
+    for phone in phones {
+        let digits: String = phone.chars().filter(char::is_ascii_digit).collect();
+        claims.push(format!(
+            "phone:{}",
+            &digits[digits.len().saturating_sub(8)..]
+        ));
+    }
+    if let Some(email) = data["email"].as_str() {
+        claims.push(format!("email:{}", email.trim().to_lowercase()));
+    }
+    if let Some(external) = data["externalId"].as_str() {
+        claims.push(format!("ext:{}", external.trim()));
+    }
+    claims
+}
+
+/// A tag's id, and its name as names compare (without case or accents).
+fn tag_claims(raw: &Value) -> Vec<String> {
+    let mut claims = id_claims(raw);
+    if let Some(name) = raw["data"]["name"].as_str() {
+        claims.push(format!("name:{}", crate::text::fold(name)));
+    }
+    claims
 }

@@ -31,6 +31,7 @@ pub enum UpsertKey {
 /// The contact that `by` finds for `input` is updated with it; with none, the
 /// input is created. Concurrent upserts of one phone make one contact: the
 /// loser of the phone's sentinel finds the winner's contact and updates it.
+/// A phone merged into a contact finds its survivor, whose own phone stays.
 /// By e-mail or `externalId`, which are not unique, two contacts found are a
 /// 409 naming both.
 pub async fn upsert(
@@ -57,9 +58,18 @@ pub async fn upsert(
     for attempt in 0..12u32 {
         record::pause_before(attempt).await;
         let attempt = match find(store, caller, by, &key).await? {
-            Some(Found::Read(contact)) => update_read(store, caller, *contact, input.clone())
-                .await
-                .map(|c| (c, false)),
+            Some(Found::Read(contact)) => {
+                let mut input = input.clone();
+                // A phone merged into the contact is one of its identities
+                // (`aliasPhones`): found by it, the contact keeps its own phone
+                // (taking the alias as its phone would claim a sentinel it holds).
+                if by == UpsertKey::Phone && contact.alias_phones.contains(&key) {
+                    input.phone = None;
+                }
+                update_read(store, caller, *contact, input)
+                    .await
+                    .map(|c| (c, false))
+            }
             Some(Found::Id(id)) => update(store, caller, id, input.clone())
                 .await
                 .map(|c| (c, false)),

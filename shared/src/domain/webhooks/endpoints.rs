@@ -20,9 +20,11 @@ use crate::page::{ListPage, read_up_to};
 use crate::record::{self, CommitError, Mutation, Stamps, from_item};
 use crate::store::{Index, Query, SkRange, Store};
 
-/// `url` checked as a delivery address (400 on `url` otherwise).
-fn checked_url(url: &str, settings: &outbound::Settings) -> ApiResult<String> {
-    target::parse(url.trim(), settings.allow_private)
+/// `url` checked as a delivery address, as each attempt checks it (its host
+/// resolved now: [`target::check`]); 400 on `url` otherwise.
+async fn checked_url(url: &str, settings: &outbound::Settings) -> ApiResult<String> {
+    target::check(url.trim(), settings.allow_private)
+        .await
         .map(|t| t.url.to_string())
         .map_err(|problem| ApiError::field("url", problem))
 }
@@ -51,7 +53,7 @@ pub async fn create(
     settings: &outbound::Settings,
     input: WebhookCreate,
 ) -> ApiResult<CreatedWebhook> {
-    let url = checked_url(&input.url, settings)?;
+    let url = checked_url(&input.url, settings).await?;
     let types = checked_types(input.types.unwrap_or_else(|| vec!["*".into()]))?;
     let owner = owner_of(caller.identity().await?, &types)?;
     if all(store, caller).await?.len() >= MAX_PER_WORKSPACE {
@@ -146,7 +148,7 @@ pub async fn update(
         || patch.types.is_some()
         || (patch.enabled == Some(true) && !current.enabled);
     if let Some(url) = patch.url {
-        next.url = checked_url(&url, settings)?;
+        next.url = checked_url(&url, settings).await?;
     }
     if let Some(types) = patch.types {
         next.types = checked_types(types)?;

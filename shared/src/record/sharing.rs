@@ -1,0 +1,285 @@
+//! Commits shared by the operations of one request (a batch): each operation
+//! runs as it would alone, and when every one of them is either done or
+//! waiting at its commit, their writes go out together, packed into as few
+//! transactions as DynamoDB allows ([`MAX_TRANSACTION_ITEMS`]), sent with
+//! [`Store::write_all`] (one after the other on DynamoDB, one durable commit
+//! on the embedded store).
+//!
+//! - A counter moved by several operations (a list's count, the audit's, a
+//!   daily rollup) is one `ADD` of their sum; any other item two operations
+//!   write goes into separate transactions, in their order.
+//! - Each transaction holds whole operations, so each operation is still all
+//!   or nothing. When a transaction fails a condition, its operations commit
+//!   again one by one ([`Outcome::Alone`]), so the one that fails is answered
+//!   alone and the others land.
+//! - The request's guard (an `Idempotency-Key`'s record) moves in the first
+//!   transaction; each of the others checks that it did.
+//!
+//! The operations must not read what another writes (the batch groups them
+//! so: `crate::domain::batch`); each reads the store as it stood.
+
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::oneshot;
+
+use crate::store::{Condition, MAX_TRANSACTION_ITEMS, Store, StoreError, Write};
+
+/// What became of an operation's commit.
+#[derive(Debug)]
+pub enum Outcome {
+    /// It landed with the others.
+    Landed,
+    /// Its transaction failed a condition: it commits again on its own.
+    Alone,
+    /// The store failed (or did not say whether it wrote).
+    Failed(StoreError),
+}
+
+/// The operations of one wave: how many still run (neither done nor
+/// waiting at a commit), and the commits waiting.
+pub struct Sharing {
+    state: Mutex<State>,
+}
+
+struct State {
+    running: usize,
+    waiting: Vec<Waiting>,
+}
+
+struct Waiting {
+    writes: Vec<Write>,
+    resource_id: String,
+    reply: oneshot::Sender<Outcome>,
+}
+
+tokio::task_local! {
+    static SHARING: Arc<Sharing>;
+}
+
+impl Sharing {
+    /// A wave of `operations`, each to be run with [`Sharing::run`].
+    pub fn new(operations: usize) -> Arc<Self> {
+        Arc::new(Self {
+            state: Mutex::new(State {
+                running: operations,
+                waiting: Vec::new(),
+            }),
+        })
+    }
+
+    /// Runs one operation of the wave: its commits wait for the others'.
+    pub async fn run<F: Future>(self: &Arc<Self>, store: &dyn Store, f: F) -> F::Output {
+        let output = SHARING.scope(self.clone(), f).await;
+        let ready = self.stopped(None);
+        flush(store, ready).await;
+        output
+    }
+
+    /// One operation stopped running: done, or waiting at `commit`. The
+    /// commits to make now: all of them, once none runs (those operations
+    /// count as running again, as they will once answered).
+    fn stopped(&self, commit: Option<Waiting>) -> Vec<Waiting> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.running -= 1;
+        state.waiting.extend(commit);
+        if state.running > 0 {
+            return Vec::new();
+        }
+        let ready = std::mem::take(&mut state.waiting);
+        state.running += ready.len();
+        ready
+    }
+}
+
+/// Whether this task's operation is one of a wave.
+pub(super) fn active() -> bool {
+    SHARING.try_with(|_| ()).is_ok()
+}
+
+/// Hands the commit of `writes` (of `resource_id`) to the wave this task's
+/// operation belongs to, and waits for it; `None` outside a wave.
+pub(super) async fn offer(
+    store: &dyn Store,
+    writes: &[Write],
+    resource_id: &str,
+) -> Option<Outcome> {
+    let sharing = SHARING.try_with(Arc::clone).ok()?;
+    let (reply, outcome) = oneshot::channel();
+    let ready = sharing.stopped(Some(Waiting {
+        writes: writes.to_vec(),
+        resource_id: resource_id.to_owned(),
+        reply,
+    }));
+    flush(store, ready).await;
+    Some(outcome.await.unwrap_or_else(|_| {
+        Outcome::Failed(StoreError::Other("a shared commit was dropped".into()))
+    }))
+}
+
+/// One transaction being packed: its writes, and the commits it holds.
+#[derive(Default)]
+struct Packed {
+    writes: Vec<Write>,
+    holds: Vec<usize>,
+}
+
+impl Packed {
+    /// Where `write` goes in it: merged into an `ADD` of the same counter,
+    /// new, or nowhere (another write of the same item is there already).
+    fn place(&self, write: &Write) -> Place {
+        let key = write.key_parts();
+        match self.writes.iter().position(|w| w.key_parts() == key) {
+            None => Place::New,
+            Some(at) => match (&self.writes[at], write) {
+                (Write::Add { attribute: a, .. }, Write::Add { attribute: b, .. }) if a == b => {
+                    Place::Merge(at)
+                }
+                _ => Place::Taken,
+            },
+        }
+    }
+
+    /// Takes `writes` whole, if they fit beside what it holds and leave
+    /// room for the guard.
+    fn take(&mut self, commit: usize, writes: &[Write]) -> bool {
+        let mut new = 0;
+        for write in writes {
+            match self.place(write) {
+                Place::Taken => return false,
+                Place::New => new += 1,
+                Place::Merge(_) => {}
+            }
+        }
+        if !self.holds.is_empty() && self.writes.len() + new >= MAX_TRANSACTION_ITEMS {
+            return false;
+        }
+        for write in writes {
+            match self.place(write) {
+                Place::Merge(at) => {
+                    if let (Write::Add { delta, .. }, Write::Add { delta: more, .. }) =
+                        (&mut self.writes[at], write)
+                    {
+                        *delta += more;
+                    }
+                }
+                _ => self.writes.push(write.clone()),
+            }
+        }
+        self.holds.push(commit);
+        true
+    }
+}
+
+enum Place {
+    New,
+    Merge(usize),
+    Taken,
+}
+
+/// Packs and writes `ready`, answering each.
+async fn flush(store: &dyn Store, ready: Vec<Waiting>) {
+    if ready.is_empty() {
+        return;
+    }
+    let mut packed: Vec<Packed> = Vec::new();
+    for (commit, waiting) in ready.iter().enumerate() {
+        let fits = packed
+            .last_mut()
+            .is_some_and(|last| last.take(commit, &waiting.writes));
+        if !fits {
+            let mut next = Packed::default();
+            next.take(commit, &waiting.writes);
+            packed.push(next);
+        }
+    }
+    // A counter moved by +n and -n comes to nothing: no write.
+    for p in &mut packed {
+        p.writes
+            .retain(|w| !matches!(w, Write::Add { delta: 0, .. }));
+    }
+    // The guard moves with the first transaction; the others check it did.
+    let guarded = match super::guard::current(&ready[0].resource_id) {
+        None => None,
+        Some(Err(e)) => {
+            for waiting in ready {
+                let _ = waiting
+                    .reply
+                    .send(Outcome::Failed(StoreError::Other(e.message.clone())));
+            }
+            return;
+        }
+        Some(Ok(guarded)) => Some(guarded),
+    };
+    let mut guard_pending = None;
+    if let Some(guarded) = guarded {
+        let holds = after(&guarded.write);
+        for p in packed.iter_mut().skip(1) {
+            match &holds {
+                Some(check) => p.writes.push(check.clone()),
+                // A guard that cannot be checked: each commits alone.
+                None => p.writes.clear(),
+            }
+        }
+        packed[0].writes.push(guarded.write);
+        guard_pending = Some(guarded.pending);
+    }
+    let transactions: Vec<Vec<Write>> = packed.iter().map(|p| p.writes.clone()).collect();
+    let results = store
+        .write_all(transactions.into_iter().filter(|t| !t.is_empty()).collect())
+        .await;
+    let mut results = results.into_iter();
+    let mut replies: Vec<Option<oneshot::Sender<Outcome>>> =
+        ready.into_iter().map(|w| Some(w.reply)).collect();
+    for (position, p) in packed.iter().enumerate() {
+        let result = if p.writes.is_empty() {
+            Err(StoreError::ConditionFailed { index: 0 })
+        } else {
+            results
+                .next()
+                .unwrap_or_else(|| Err(StoreError::Other("no answer".into())))
+        };
+        if position == 0
+            && let Some(pending) = guard_pending.take()
+        {
+            match &result {
+                Ok(()) => pending.landed(),
+                // Unknown: the request's end settles it.
+                Err(StoreError::Uncertain(_)) => {}
+                Err(_) => pending.failed(),
+            }
+        }
+        for &commit in &p.holds {
+            let outcome = match &result {
+                Ok(()) => Outcome::Landed,
+                Err(StoreError::ConditionFailed { .. } | StoreError::Invalid(_)) => Outcome::Alone,
+                Err(StoreError::ItemTooLarge) => Outcome::Alone,
+                Err(e) => Outcome::Failed(copy(e)),
+            };
+            if let Some(reply) = replies[commit].take() {
+                let _ = reply.send(outcome);
+            }
+        }
+    }
+}
+
+/// The same failure, for each commit of a transaction.
+fn copy(e: &StoreError) -> StoreError {
+    match e {
+        StoreError::Uncertain(why) => StoreError::Uncertain(why.clone()),
+        StoreError::Unavailable(why) => StoreError::Unavailable(why.clone()),
+        other => StoreError::Unavailable(other.to_string()),
+    }
+}
+
+/// The check that the guard's write landed: its item at the version it
+/// writes.
+fn after(guard: &Write) -> Option<Write> {
+    let Write::Put { item, .. } = guard else {
+        return None;
+    };
+    let version = item.get(crate::store::VERSION)?.as_u64()?;
+    Some(Write::Check {
+        key: guard.key()?,
+        condition: Condition::VersionIs(version),
+    })
+}
