@@ -21,15 +21,20 @@
 //! `in_memory` is the same engine on its in-memory backend: one code path.
 //!
 //! A folder of an earlier format is migrated once on open ([`migrate`]).
+//!
+//! After an erasure the store rewrites its file from its live items
+//! ([`Store::purge`], [`purge`]): the engine never overwrites what it frees,
+//! so the folder would otherwise keep the erased bytes.
 
 mod codec;
 mod migrate;
 pub mod partitions;
+mod purge;
 mod read;
 mod write;
 
 use std::fs::File;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc as sync_mpsc;
@@ -40,6 +45,7 @@ use shared::store::*;
 use tokio::sync::oneshot;
 
 use partitions::PartitionWrites;
+use purge::Engine;
 
 pub use redb::StorageBackend;
 pub use redb::backends::FileBackend;
@@ -55,7 +61,8 @@ pub const DATA_FILE: &str = "crm-store.redb";
 const CACHE_BYTES: usize = 64 * 1024 * 1024;
 
 pub struct EmbeddedStore {
-    db: Arc<Database>,
+    /// The engine, replaced whole by a purge.
+    db: Engine,
     writer: Option<sync_mpsc::Sender<write::Msg>>,
     writer_thread: Option<std::thread::JoinHandle<()>>,
     index_defs: Arc<Vec<Index>>,
@@ -81,6 +88,10 @@ fn noting(repaired: &Arc<AtomicBool>) -> impl Fn(&mut redb::RepairSession) + 'st
     }
 }
 
+fn writer_stopped() -> StoreError {
+    StoreError::Unavailable("the embedded store's writer stopped".into())
+}
+
 /// The engine's failures: they are the store's being unavailable.
 fn engine(e: impl Into<redb::Error>) -> StoreError {
     StoreError::Unavailable(format!("embedded store: {}", e.into()))
@@ -92,7 +103,7 @@ impl EmbeddedStore {
         let db = Database::builder()
             .create_with_backend(redb::backends::InMemoryBackend::new())
             .expect("an in-memory engine");
-        Self::start(db, indexes, None, false).expect("an in-memory store")
+        Self::start(db, indexes, None, false, None).expect("an in-memory store")
     }
 
     /// A store kept in `dir`, created when missing. One process at a time: a
@@ -110,6 +121,8 @@ impl EmbeddedStore {
             )));
         }
         migrate::from_json_lines(dir, indexes)?;
+        // A purge stopped on the way is done again, as the first write.
+        let owed = purge::interrupted(dir)?;
         let repaired = Arc::new(AtomicBool::new(false));
         let db = Database::builder()
             .set_cache_size(CACHE_BYTES)
@@ -117,9 +130,13 @@ impl EmbeddedStore {
             .create(dir.join(DATA_FILE))
             .map_err(std::io::Error::other)?;
         migrate::from_log(dir, &db, indexes)?;
-        let mut store = Self::start(db, indexes, Some(lock), true)
+        let mut store = Self::start(db, indexes, Some(lock), true, Some(dir.to_owned()))
             .map_err(|e| std::io::Error::other(e.to_string()))?;
         store.repaired = repaired.load(Ordering::Relaxed);
+        if owed {
+            // Not waited for: opening stays constant with the data.
+            let _ = store.ask_purge();
+        }
         Ok(store)
     }
 
@@ -131,7 +148,7 @@ impl EmbeddedStore {
             .set_repair_callback(noting(&repaired))
             .create_with_backend(backend)
             .map_err(engine)?;
-        let mut store = Self::start(db, indexes, None, true)?;
+        let mut store = Self::start(db, indexes, None, true, None)?;
         store.repaired = repaired.load(Ordering::Relaxed);
         Ok(store)
     }
@@ -142,18 +159,26 @@ impl EmbeddedStore {
         self.repaired
     }
 
+    /// `dir`: the folder whose file a purge rewrites (a store on a
+    /// backend has none: it commits as on disk, and a purge leaves it).
     fn start(
         db: Database,
         indexes: &[Index],
         lock: Option<File>,
         on_disk: bool,
+        dir: Option<PathBuf>,
     ) -> Result<Self, StoreError> {
         write::create_tables(&db, on_disk)?;
-        let db = Arc::new(db);
+        let db = purge::engine_of(db);
         let index_defs = Arc::new(indexes.to_vec());
         let metrics = Arc::new(Metrics::default());
-        let (writer, writer_thread) =
-            write::spawn(db.clone(), index_defs.clone(), on_disk, metrics.clone());
+        let (writer, writer_thread) = write::spawn(
+            db.clone(),
+            index_defs.clone(),
+            on_disk,
+            dir,
+            metrics.clone(),
+        );
         Ok(Self {
             db,
             writer: Some(writer),
@@ -190,11 +215,24 @@ impl EmbeddedStore {
         Ok(items)
     }
 
+    /// Sends the writer a purge; the receiver of its outcome.
+    fn ask_purge(&self) -> Result<oneshot::Receiver<Result<(), StoreError>>, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.writer
+            .as_ref()
+            .ok_or_else(writer_stopped)?
+            .send(write::Msg::Purge(reply))
+            .map_err(|_| writer_stopped())?;
+        Ok(answer)
+    }
+
     fn snapshot(&self) -> Result<read::Snapshot, StoreError> {
-        let txn = self.db.begin_read().map_err(engine)?;
+        let current = purge::current(&self.db);
+        let txn = current.begin_read().map_err(engine)?;
         Ok(read::Snapshot {
             items: txn.open_table(ITEMS).map_err(engine)?,
             indexes: txn.open_table(INDEXES).map_err(engine)?,
+            _engine: current,
         })
     }
 }
@@ -324,6 +362,12 @@ impl Store for EmbeddedStore {
             results.push(result);
         }
         results
+    }
+
+    /// Rewrites the file from its live items, after every write sent before
+    /// (none to do in memory, or when nothing was written since the last).
+    async fn purge(&self) -> Result<(), StoreError> {
+        self.ask_purge()?.await.map_err(|_| writer_stopped())?
     }
 
     fn metrics(&self) -> &Metrics {

@@ -18,6 +18,9 @@ type Range = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 pub(super) struct Snapshot {
     pub items: Table,
     pub indexes: Table,
+    /// The engine it reads, held open while it does: a purge swaps the
+    /// engine, and a dropped engine fails the reads of its snapshots.
+    pub _engine: std::sync::Arc<redb::Database>,
 }
 
 impl Snapshot {

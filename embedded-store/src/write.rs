@@ -7,7 +7,11 @@
 //!
 //! Why one transaction a group: a durable commit syncs the file twice
 //! whatever it holds, so a group of 50 creates costs about what one does.
+//!
+//! A purge ([`super::purge`]) runs here too, after the writes sent before
+//! it: a write waits for it, and is then committed to the new file.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc as sync_mpsc;
 
@@ -17,6 +21,7 @@ use shared::store::*;
 use tokio::sync::oneshot;
 
 use super::codec::{from_bytes, index_key, item_key, to_bytes, write_units};
+use super::purge::{self, Engine};
 use super::{INDEXES, ITEMS, engine};
 
 /// Requests committed together at most.
@@ -25,6 +30,9 @@ const MAX_GROUP: usize = 256;
 pub(super) enum Msg {
     /// Requests committed in one group, in their order.
     Writes(Vec<Request>),
+    /// Rewrite the file from its live items (when anything was committed
+    /// since the last purge); then answer.
+    Purge(oneshot::Sender<Result<(), StoreError>>),
     /// Finish what is queued, then stop.
     Close,
 }
@@ -136,38 +144,50 @@ pub(super) fn create_tables(db: &Database, on_disk: bool) -> Result<(), StoreErr
     txn.commit().map_err(engine)
 }
 
-/// Starts the writer thread.
+/// Starts the writer thread. `dir`: the store's folder, where a purge
+/// rewrites the file (none in memory or on a test's backend: a purge there
+/// has no file to rewrite).
 pub(super) fn spawn(
-    db: Arc<Database>,
+    cell: Engine,
     defs: Arc<Vec<Index>>,
     on_disk: bool,
+    dir: Option<PathBuf>,
     metrics: Arc<Metrics>,
 ) -> (sync_mpsc::Sender<Msg>, std::thread::JoinHandle<()>) {
     let (tx, rx) = sync_mpsc::channel();
     let thread = std::thread::Builder::new()
         .name("embedded-store-writer".into())
-        .spawn(move || run(&db, &defs, on_disk, &rx, &metrics))
+        .spawn(move || run(&cell, &defs, on_disk, dir.as_deref(), &rx, &metrics))
         .expect("the embedded store's writer thread");
     (tx, thread)
 }
 
 fn run(
-    db: &Database,
+    cell: &Engine,
     defs: &[Index],
     on_disk: bool,
+    dir: Option<&Path>,
     rx: &sync_mpsc::Receiver<Msg>,
     metrics: &Metrics,
 ) {
     let mut closing = false;
+    // Whether the file may hold bytes a purge would drop: what it held
+    // before this process is not known.
+    let mut written = true;
     while !closing {
+        let mut group = Vec::new();
+        let mut asked = None;
         // A message's requests stay together in one group, whatever its size.
-        let mut group = match rx.recv() {
-            Ok(Msg::Writes(requests)) => requests,
+        match rx.recv() {
+            Ok(Msg::Writes(requests)) => group = requests,
+            Ok(Msg::Purge(reply)) => asked = Some(reply),
             Ok(Msg::Close) | Err(_) => break,
-        };
-        while group.len() < MAX_GROUP {
+        }
+        // A purge ends the group: it follows the writes sent before it.
+        while asked.is_none() && group.len() < MAX_GROUP {
             match rx.try_recv() {
                 Ok(Msg::Writes(requests)) => group.extend(requests),
+                Ok(Msg::Purge(reply)) => asked = Some(reply),
                 Ok(Msg::Close) => {
                     closing = true;
                     break;
@@ -175,20 +195,46 @@ fn run(
                 Err(_) => break,
             }
         }
-        let (requests, replies): (Vec<_>, Vec<_>) =
-            group.into_iter().map(|r| (r.writes, r.reply)).unzip();
-        match commit(db, defs, on_disk, &requests) {
-            Ok(outcomes) => {
-                Metrics::count(&metrics.commits, 1);
-                for (reply, outcome) in replies.into_iter().zip(outcomes) {
-                    let _ = reply.send(outcome);
-                }
+        if !group.is_empty() {
+            written = true;
+            commit_group(&purge::current(cell), defs, on_disk, group, metrics);
+        }
+        if let Some(reply) = asked {
+            let outcome = match dir {
+                Some(dir) if written => purge::rewrite(cell, dir),
+                _ => Ok(()),
+            };
+            if let Err(e) = &outcome {
+                tracing::error!(error = %e, "the embedded store could not rewrite its file");
+            } else {
+                written = false;
             }
-            Err(e) => {
-                tracing::error!(error = %e, requests = replies.len(), "the embedded store could not commit");
-                for reply in replies {
-                    let _ = reply.send(Err(StoreError::Unavailable(e.to_string())));
-                }
+            let _ = reply.send(outcome);
+        }
+    }
+}
+
+/// Commits a group and answers each of its requests.
+fn commit_group(
+    db: &Database,
+    defs: &[Index],
+    on_disk: bool,
+    group: Vec<Request>,
+    metrics: &Metrics,
+) {
+    let (requests, replies): (Vec<_>, Vec<_>) =
+        group.into_iter().map(|r| (r.writes, r.reply)).unzip();
+    match commit(db, defs, on_disk, &requests) {
+        Ok(outcomes) => {
+            Metrics::count(&metrics.commits, 1);
+            for (reply, outcome) in replies.into_iter().zip(outcomes) {
+                let _ = reply.send(outcome);
+            }
+        }
+        Err(e) => {
+            tracing::error!(error = %e, requests = replies.len(), "the embedded store could not commit");
+            for reply in replies {
+                let _ = reply.send(Err(StoreError::Unavailable(e.to_string())));
             }
         }
     }

@@ -206,6 +206,10 @@ impl Store for FaultyStore {
         }
     }
 
+    async fn purge(&self) -> Result<(), StoreError> {
+        self.inner.purge().await
+    }
+
     fn metrics(&self) -> &Metrics {
         self.inner.metrics()
     }

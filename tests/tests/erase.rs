@@ -1,14 +1,15 @@
 //! Erasure and access (`POST /v3/contacts/{id}/erase`, `GET
 //! /v3/contacts/{id}/export`): a person's name, phone and e-mail, written
 //! into every place this service keeps them, are nowhere in the store after
-//! the erasure (read whole, item by item); the tombstone keeps the id, the
-//! counts and the references; the export holds all of it before.
+//! the erasure (read whole, item by item; on disk, every byte of the
+//! store's folder too); the tombstone keeps the id, the counts and the
+//! references; the export holds all of it before.
 
 use std::time::Duration;
 
 use api_tests::receiver::Receiver;
 use api_tests::serde_json::{Value, json};
-use api_tests::{TestApp, api_test, webhook_settings};
+use api_tests::{TestApp, api_test, store_test, webhook_settings};
 use shared::auth::{Resource, Scope};
 
 const NAME: &str = "Zuleika Erasmo";
@@ -115,19 +116,47 @@ async fn traces(app: &TestApp) -> Vec<String> {
         .collect()
 }
 
-api_test! {
+/// The files of the store's folder (on disk only) that hold any of the
+/// person's words, with the word and how often: what a copy of the folder,
+/// the README's backup, would carry. The engine's pages that earlier writes
+/// freed are read too: they are bytes of the file.
+fn traces_in_files(app: &TestApp) -> Vec<String> {
+    let mut found = Vec::new();
+    for (path, bytes) in app.folder_bytes() {
+        let lower = bytes.to_ascii_lowercase();
+        for needle in NEEDLES {
+            let hits = lower
+                .windows(needle.len())
+                .filter(|w| *w == needle.as_bytes())
+                .count();
+            if hits > 0 {
+                found.push(format!("{}: {needle} x{hits}", path.display()));
+            }
+        }
+    }
+    found
+}
+
+store_test! {
     /// After the erasure no item of the store holds the person's name,
-    /// phones, e-mail or external id; before it, many did.
+    /// phones, e-mail or external id; before it, many did. On disk, no byte
+    /// of the folder holds them either, from the erasure's answer on: not
+    /// the pages the engine freed (earlier versions of the records, deleted
+    /// index entries and sentinels), nor the first format's log.
     async fn an_erasure_leaves_no_trace_of_the_person(app) {
         let app = app.delivering(webhook_settings()).await;
         let receiver = Receiver::start().await;
         let (contact, deal) = the_person_everywhere(&app, &receiver).await;
         let before = traces(&app).await;
         assert!(before.len() > 20, "the person is written in many places: {}", before.len());
+        if app.folder.is_some() {
+            assert!(!traces_in_files(&app).is_empty(), "the folder holds the person before");
+        }
         let total = app.get("/v3/contacts").await.expect(200)["totalCount"].clone();
 
         let tombstone = app.post(&format!("/v3/contacts/{contact}/erase"), json!({})).await.expect(200);
         assert_eq!(traces(&app).await, Vec::<String>::new());
+        assert_eq!(traces_in_files(&app), Vec::<String>::new());
 
         // The tombstone: the id, the times, who erased it and when; nothing personal.
         assert_eq!(tombstone["id"], json!(contact));

@@ -182,6 +182,10 @@ impl Store for Gated {
         self.0.write_all(transactions).await
     }
 
+    async fn purge(&self) -> Result<(), StoreError> {
+        self.0.purge().await
+    }
+
     fn metrics(&self) -> &Metrics {
         self.0.metrics()
     }

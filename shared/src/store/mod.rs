@@ -339,6 +339,15 @@ pub trait Store: Send + Sync + 'static {
         results
     }
 
+    /// Makes what the writes before this one deleted or overwrote unreadable
+    /// from the store's own files: an erasure's last step. The embedded store
+    /// rewrites its file from its live items (its engine frees pages without
+    /// overwriting them). DynamoDB: nothing to do here; what its backups and
+    /// stream keep, and for how long, is in docs/design.md.
+    async fn purge(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
     fn metrics(&self) -> &Metrics;
 
     /// Which backend this is (`dynamodb` or `embedded`), for diagnostics.

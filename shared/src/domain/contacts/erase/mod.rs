@@ -62,7 +62,7 @@ pub async fn request(
     id: u64,
 ) -> ApiResult<(Contact, bool)> {
     let Some((contact, found)) = prepare(store, caller, id).await? else {
-        return Ok((read(store, caller.workspace_id, id, true).await?, true));
+        return Ok((erased_already(store, caller, id).await?, true));
     };
     if found.size() <= INLINE_RECORDS {
         return Ok((erase_found(store, caller, contact, found).await?, true));
@@ -93,8 +93,17 @@ pub async fn process(store: &dyn Store, ws: WorkspaceId, job_id: &str) -> ApiRes
 pub async fn erase(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<Contact> {
     match prepare(store, caller, id).await? {
         Some((contact, found)) => erase_found(store, caller, contact, found).await,
-        None => read(store, caller.workspace_id, id, true).await,
+        None => erased_already(store, caller, id).await,
     }
+}
+
+/// The tombstone of a contact erased already, its erasure finished: one
+/// stopped after its last write and before the store's purge (a crash, a
+/// failed rewrite) is finished by asking again, as one stopped earlier is.
+async fn erased_already(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<Contact> {
+    let tombstone = read(store, caller.workspace_id, id, true).await?;
+    store.purge().await?;
+    Ok(tombstone)
 }
 
 /// The contact and its footprint; `None` when it is erased already.
@@ -176,6 +185,8 @@ async fn erase_found(
     stage_update(&mut m, &contact, &tombstone, true);
     m.commit(store, "contact.erase", "contact", &contact.id.to_string())
         .await?;
+    // And no byte of what it replaced left in the store's files.
+    store.purge().await?;
     Ok(tombstone)
 }
 
