@@ -49,6 +49,10 @@ enum Command {
     /// Rebuild a workspace's rollups (the daily counts behind dashboard
     /// snapshots) from its contacts, deals and sessions.
     Rollups(Rollups),
+    /// Erase again, in a store restored from a backup, every person erased
+    /// since the backup: the erasure ledger of the live store lists them (ids
+    /// only). Run it after every restore (docs/design.md, "Erasure and export").
+    Erasures(Erasures),
     /// Print the OpenAPI 3.1 document of every route, generated from the groups
     /// (docs/openapi.json is this output; `GET /openapi.json` serves it).
     Openapi,
@@ -84,6 +88,38 @@ impl Target {
             .map_err(|e| format!("cannot open the store in {}: {e}", self.data.display()))?;
         Ok(Arc::new(store))
     }
+}
+
+#[derive(Args)]
+struct Erasures {
+    #[command(subcommand)]
+    action: ErasuresAction,
+}
+
+#[derive(Subcommand)]
+enum ErasuresAction {
+    /// Apply the live store's ledger to the restored one (`--data` or
+    /// `--dynamodb`: the restored store; `--ledger-data` or
+    /// `--ledger-table`: the live one).
+    Apply(ErasuresApply),
+}
+
+#[derive(Args)]
+struct ErasuresApply {
+    /// The restored store's folder (stop `crm serve` on it first).
+    #[arg(long, default_value = ".crm-data", conflicts_with = "dynamodb")]
+    data: PathBuf,
+    /// The restored store is the DynamoDB table CRM_TABLE (CRM_DYNAMODB_ENDPOINT).
+    #[arg(long)]
+    dynamodb: bool,
+    /// The live DynamoDB table whose ledger lists the erasures (a point-in-
+    /// time restore makes a new table; the live one keeps every erasure).
+    #[arg(long, conflicts_with = "ledger_data")]
+    ledger_table: Option<String>,
+    /// The live folder whose ledger lists the erasures (a copy of a folder
+    /// put back in place of another).
+    #[arg(long)]
+    ledger_data: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -156,6 +192,9 @@ async fn main() {
         Command::CreateTable => create_table().await,
         Command::Load(args) => load(args).await,
         Command::Rollups(args) => rollups(args).await,
+        Command::Erasures(Erasures {
+            action: ErasuresAction::Apply(args),
+        }) => erasures_apply(args).await,
         Command::Openapi => {
             println!("{}", crm::openapi());
             Ok(())
@@ -374,6 +413,44 @@ async fn load(args: Load) -> Result<(), String> {
     if errors > 0 {
         return Err(format!("{errors} line(s) refused"));
     }
+    Ok(())
+}
+
+async fn erasures_apply(args: ErasuresApply) -> Result<(), String> {
+    let open = |dir: &PathBuf| -> Result<SharedStore, String> {
+        EmbeddedStore::open(dir, keys::GSIS)
+            .map(|s| Arc::new(s) as SharedStore)
+            .map_err(|e| format!("cannot open the store in {}: {e}", dir.display()))
+    };
+    let target: SharedStore = if args.dynamodb {
+        Arc::new(Config::from_env().dynamo_store().await)
+    } else {
+        open(&args.data)?
+    };
+    let ledger: SharedStore = match (&args.ledger_table, &args.ledger_data) {
+        (Some(table), _) => Arc::new(
+            Config {
+                table: table.clone(),
+                ..Config::from_env()
+            }
+            .dynamo_store()
+            .await,
+        ),
+        (None, Some(dir)) => open(dir)?,
+        (None, None) => {
+            return Err(
+                "name the live store whose ledger lists the erasures: --ledger-table or --ledger-data"
+                    .into(),
+            );
+        }
+    };
+    let done = shared::domain::contacts::reapply(ledger.as_ref(), target.as_ref())
+        .await
+        .map_err(|e| e.message)?;
+    eprintln!(
+        "The ledger lists {} erasures: {} erased again, {} erased already, {} not in this store.",
+        done.entries, done.erased, done.already, done.absent
+    );
     Ok(())
 }
 

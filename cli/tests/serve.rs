@@ -436,3 +436,52 @@ fn refuses_oversized_requests_in_the_error_shape() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// A folder copied back from before an erasure holds the person again;
+/// `crm erasures apply` erases them again from the live folder's ledger,
+/// down to the bytes of the restored folder's files.
+#[cfg(unix)]
+#[test]
+fn erasures_apply_to_a_restored_folder() {
+    let base = std::env::temp_dir().join(format!("crm-ledger-test-{}", std::process::id()));
+    let (live, backup) = (base.join("live"), base.join("backup"));
+    let needles = ["quiteria", "fagundes", "976540011"];
+    let id = {
+        let server = start(&["--data", live.to_str().unwrap()]);
+        let body = r#"{"name":"Quiteria Fagundes","phone":"(11) 97654-0011"}"#;
+        let (status, created) = call(server.port, "POST", "/v3/contacts", Some(body));
+        assert_eq!(status, 201, "{created}");
+        id_of(&created).unwrap()
+    };
+    std::fs::create_dir_all(&backup).unwrap();
+    for entry in std::fs::read_dir(&live).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "redb") {
+            std::fs::copy(&path, backup.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    {
+        let server = start(&["--data", live.to_str().unwrap()]);
+        let (status, body) = call(
+            server.port,
+            "POST",
+            &format!("/v3/contacts/{id}/erase"),
+            Some("{}"),
+        );
+        assert_eq!(status, 200, "{body}");
+    }
+    assert!(
+        !holding(&backup, &needles).is_empty(),
+        "the backup holds the person"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_crm"))
+        .args(["erasures", "apply", "--data", backup.to_str().unwrap()])
+        .args(["--ledger-data", live.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("1 erased again"), "{said}");
+    assert_eq!(holding(&backup, &needles), Vec::<String>::new(), "{said}");
+    std::fs::remove_dir_all(base).unwrap();
+}

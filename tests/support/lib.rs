@@ -177,6 +177,34 @@ impl TestApp {
         app
     }
 
+    /// A backup of the store as it is now, restored: a new store of the same
+    /// backend (a new table on DynamoDB Local) holding a copy of every item,
+    /// and an app over it.
+    pub async fn restored_copy(&self) -> TestApp {
+        let items = self.every_item().await;
+        let (store, whole): (SharedStore, Whole) = match self.backend {
+            Backend::DynamoDb => {
+                let (_, _, store) = dynamodb_table().await.expect("DynamoDB Local");
+                let store = Arc::new(store);
+                (store.clone(), Whole::DynamoDb(store))
+            }
+            _ => {
+                let store = Arc::new(EmbeddedStore::in_memory(keys::GSIS));
+                (store.clone(), Whole::Embedded(store))
+            }
+        };
+        for item in items {
+            let write = shared::store::Write::Put {
+                item,
+                condition: None,
+            };
+            store.write(vec![write]).await.expect("copy an item");
+        }
+        let mut app = Self::with_store(store, self.backend, None).await;
+        app.whole = Some(whole);
+        app
+    }
+
     /// The files of the store's folder (on disk only; none otherwise), each
     /// as its bytes: what a copy of the folder, the README's backup, carries.
     pub fn folder_bytes(&self) -> Vec<(std::path::PathBuf, Vec<u8>)> {

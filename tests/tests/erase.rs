@@ -309,3 +309,38 @@ api_test! {
         assert_eq!(traces(&app).await, Vec::<String>::new());
     }
 }
+
+api_test! {
+    /// Erasure x backups: a store restored from a backup made before an
+    /// erasure holds the person again; `crm erasures apply` (the same
+    /// function) reads the live store's ledger, which keeps ids and times
+    /// only, and erases them again, once: after it, no item of the restored
+    /// store holds them, and a second run finds them erased already.
+    async fn a_restored_backup_is_erased_again_from_its_ledger(app) {
+        let contact = app
+            .post("/v3/contacts", json!({ "name": NAME, "phone": PHONE, "email": EMAIL, "externalId": "zuleika-crm-7" }))
+            .await
+            .expect(201);
+        let backup = app.restored_copy().await;
+        app.post(&format!("/v3/contacts/{}/erase", id(&contact)), json!({})).await.expect(200);
+        assert!(traces(&app).await.is_empty());
+        let ledger: Vec<Value> = app
+            .every_item()
+            .await
+            .into_iter()
+            .filter(|item| item.get(shared::store::TYPE).and_then(Value::as_str) == Some("ErasedContact"))
+            .map(Value::Object)
+            .collect();
+        assert_eq!(ledger.len(), 1, "one entry of the ledger");
+        assert!(ledger[0].to_string().contains(&id(&contact)));
+
+        assert!(!traces(&backup).await.is_empty(), "the restored store holds the person again");
+        let done = shared::domain::contacts::reapply(app.store.as_ref(), backup.store.as_ref()).await.unwrap();
+        assert_eq!((done.entries, done.erased, done.already, done.absent), (1, 1, 0, 0));
+        assert_eq!(traces(&backup).await, Vec::<String>::new());
+        let tombstone = backup.get(&format!("/v3/contacts/{}", id(&contact))).await.expect(200);
+        assert!(tombstone["erased"].is_object(), "{tombstone}");
+        let again = shared::domain::contacts::reapply(app.store.as_ref(), backup.store.as_ref()).await.unwrap();
+        assert_eq!((again.erased, again.already), (0, 1));
+    }
+}

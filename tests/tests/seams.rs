@@ -4,7 +4,7 @@
 //! a person's data), and the attack or accident that would break it.
 
 use api_tests::serde_json::{Value, json};
-use api_tests::{store_test, token_with};
+use api_tests::{api_test, store_test, token_with};
 use shared::auth::{Resource, Scope};
 
 fn text(value: &Value, member: &str) -> String {
@@ -123,5 +123,28 @@ store_test! {
             let places = app.places_holding(word).await;
             assert!(places.is_empty(), "{word} is still in {places:?}");
         }
+    }
+}
+
+api_test! {
+    /// Erasure x a request running during it: an answer kept after the
+    /// erasure read the keys (its request was still running then) names the
+    /// erased contact; its retry finds it in the erasure ledger and is
+    /// refused (410), and the answer is dropped.
+    async fn an_answer_kept_after_an_erasure_is_not_replayed(app) {
+        let person = json!({ "name": "Rui Tardio", "phone": "(21) 97777-4321" });
+        let made = app.post_with_key("/v3/contacts", "R-1", &person).await.expect(201);
+        let record = app.key_record("R-1").await;
+        let kept = app.store.get(&record, true).await.unwrap().expect("the kept answer");
+        app.post(&format!("/v3/contacts/{}/erase", text(&made, "id")), json!({})).await.expect(200);
+        // As the running request would have left it, after the erasure.
+        let write = shared::store::Write::Put { item: kept, condition: None };
+        app.store.write(vec![write]).await.unwrap();
+        let retry = app.post_with_key("/v3/contacts", "R-1", &person).await;
+        assert!(!retry.replayed());
+        retry.expect_error(410);
+        let left = app.store.get(&record, true).await.unwrap().unwrap();
+        assert_eq!(left["state"], "erased");
+        assert!(left.get("sealed").is_none(), "{left:?}");
     }
 }

@@ -201,13 +201,13 @@ pub async fn begin(
         }
         match existing.state {
             State::Erased => return Err(erased(existing)),
-            State::Done => return answered(existing, &sender.sealer),
+            State::Done => return answered(store, existing, &sender.sealer).await,
             // Applied, and the request may still be writing its answer.
             State::Applied | State::Running if existing.lease_until > now => {
                 return Err(in_progress());
             }
             // Applied by a request that stopped before keeping its answer.
-            State::Applied => return answered(existing, &sender.sealer),
+            State::Applied => return answered(store, existing, &sender.sealer).await,
             // A claim whose process died before any write: take it over.
             State::Running => {}
         }
@@ -254,13 +254,30 @@ pub async fn begin(
 }
 
 /// The answer of a record whose request is over, opened with the sender's
-/// key (the record is the sender's own: its key names the token).
-fn answered(existing: &IdempotencyRecord, sealer: &Sealer) -> ApiResult<Begin> {
+/// key (the record is the sender's own: its key names the token). One that
+/// names a contact erased since (an answer kept after the erasure had read
+/// the keys: its request was running then) is left erased, and refused.
+async fn answered(
+    store: &dyn Store,
+    existing: &IdempotencyRecord,
+    sealer: &Sealer,
+) -> ApiResult<Begin> {
     let opened = existing
         .sealed
         .as_deref()
         .and_then(|sealed| sealer.open(&existing.key_sha256, sealed))
         .and_then(|body| String::from_utf8(body).ok());
+    if let Some(body) = &opened
+        && names_an_erased_contact(store, existing.workspace_id, body).await?
+    {
+        let now = ids::now();
+        // Moved on meanwhile: the retry is refused all the same.
+        let _ = store.write(vec![erased_over(existing, now)?]).await;
+        return Err(erased(&IdempotencyRecord {
+            erased_at: Some(now),
+            ..existing.clone()
+        }));
+    }
     match (opened, &existing.read_back) {
         (Some(body), _) if existing.state == State::Done => Ok(Begin::Replay {
             status: existing.status.unwrap_or(200),
@@ -273,6 +290,54 @@ fn answered(existing: &IdempotencyRecord, sealer: &Sealer) -> ApiResult<Begin> {
              read or list the resource instead",
         )),
     }
+}
+
+/// Whether `body` names (as an `id` or a `contactId`) a contact of the
+/// erasure ledger of `ws` (`keys::erased_contact`).
+async fn names_an_erased_contact(
+    store: &dyn Store,
+    ws: WorkspaceId,
+    body: &str,
+) -> ApiResult<bool> {
+    fn ids_in(value: &serde_json::Value, into: &mut Vec<u64>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                for (name, member) in map {
+                    let id = match member {
+                        serde_json::Value::String(s) => s.parse().ok(),
+                        serde_json::Value::Number(n) => n.as_u64(),
+                        _ => None,
+                    };
+                    if let (true, Some(id)) = (name == "id" || name == "contactId", id)
+                        && !into.contains(&id)
+                    {
+                        into.push(id);
+                    }
+                    ids_in(member, into);
+                }
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| ids_in(v, into)),
+            _ => {}
+        }
+    }
+    let Ok(json) = serde_json::from_str::<serde_json::Value>(body) else {
+        return Ok(false);
+    };
+    let mut named = Vec::new();
+    ids_in(&json, &mut named);
+    // GetItems side by side: every function may GetItem its table, and a
+    // replay is rare.
+    let keys: Vec<Key> = named
+        .iter()
+        .map(|&id| keys::erased_contact(ws, id))
+        .collect();
+    let found = futures_util::future::join_all(keys.iter().map(|key| store.get(key, false))).await;
+    for entry in found {
+        if entry?.is_some() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// 410: the key's request concerned a person erased since.

@@ -165,3 +165,19 @@ pub fn last_session_contact(sk: &str) -> Option<u64> {
     parts.next()?;
     parts.next()?.parse().ok()
 }
+
+/// The erasure ledger's entry of a contact (ids and a time only): what
+/// `crm erasures apply` erases again in a table restored from a backup, and
+/// what a kept answer naming the contact is checked against before replay.
+pub fn erased_contact(workspace_id: WorkspaceId, contact_id: u64) -> Key {
+    Key::new(collection(workspace_id, "ERASED"), padded(contact_id))
+}
+
+/// gsi1 partition of every workspace's ledger entries, oldest first (one
+/// Query reads the whole ledger: erasures are rare).
+pub const ERASURES: &str = "ERASURES";
+
+/// An entry's sort key in [`ERASURES`]: when, which workspace, which contact.
+pub fn erasure_in_ledger(at: &str, workspace_id: WorkspaceId, contact_id: u64) -> String {
+    format!("{at}#{workspace_id}#{}", padded(contact_id))
+}

@@ -38,6 +38,8 @@
 //! | Merged contact    | a merged id's survivor                 | table | `W#<ws>#MERGED`       | `<id:16>`               |
 //! | Contact merge     | by id (the job of a merge)             | table | `W#<ws>#MERGE`        | `<ulid>`                |
 //! | Contact merging   | a contact one merge job is merging away | table | `W#<ws>#MERGING`     | `<id:16>`               |
+//! | Erased contact    | the erasure ledger: ids and a time only | table | `W#<ws>#ERASED`      | `<id:16>`               |
+//! | Erased contact    | every workspace's ledger (`crm erasures apply`) | gsi1 | `ERASURES`     | `<at>#<ws>#<id:16>`     |
 //! | Organization      | by id                                  | table | `W#<ws>#ORG`          | `<id:16>`               |
 //! | Organization link | the contacts of an organization        | table | `W#<ws>#ORG#<org>`    | `<contact:16>`          |
 //! | Conversation      | by id                                  | table | `W#<ws>#CONVERSATION` | `<id:16>`               |

@@ -34,7 +34,7 @@ mod window;
 mod write;
 
 pub use duplicates::{DuplicateBy, DuplicateGroup, duplicates};
-pub use erase::{ContactExport, INLINE_RECORDS, erase, export};
+pub use erase::{ContactExport, INLINE_RECORDS, Reapplied, erase, export, reapply};
 pub use input::{ContactInput, ContactInputV1};
 pub use merge::{INLINE_MOVES, MergeJob, MergeRequest, MergeStatus, MergeView};
 pub mod erasing {

@@ -176,18 +176,96 @@ async fn erase_found(
         ..ContactFields::default()
     };
     tombstone.alias_phones.clear();
+    let at = ids::now();
     tombstone.erased = Some(Erased {
-        at: ids::now(),
+        at,
         by: token.to_owned(),
     });
     let mut m = Mutation::redacting(caller);
     m.erase(&contact, &mut tombstone)?;
     stage_update(&mut m, &contact, &tombstone, true);
+    m.put_item(ledger_entry(ws, contact.id, at));
     m.commit(store, "contact.erase", "contact", &contact.id.to_string())
         .await?;
     // And no byte of what it replaced left in the store's files.
     store.purge().await?;
     Ok(tombstone)
+}
+
+/// The erasure ledger's entry of contact `id` of `ws`, erased `at`: ids and
+/// a time, nothing of the person (`keys::erased_contact`).
+fn ledger_entry(ws: WorkspaceId, id: u64, at: Timestamp) -> Item {
+    let at = ids::format_ts(&at);
+    let mut entry = keys::erased_contact(ws, id).item("ErasedContact");
+    entry.insert(keys::GSI1.pk.into(), keys::ERASURES.into());
+    entry.insert(
+        keys::GSI1.sk.into(),
+        keys::erasure_in_ledger(&at, ws, id).into(),
+    );
+    entry.insert("workspaceId".into(), ws.0.into());
+    entry.insert("contactId".into(), id.to_string().into());
+    entry.insert("erasedAt".into(), at.into());
+    entry
+}
+
+/// What [`reapply`] did.
+#[derive(Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Reapplied {
+    /// Entries of the ledger read.
+    pub entries: usize,
+    /// Contacts erased again (the backup held them whole).
+    pub erased: usize,
+    /// Contacts the backup holds erased already.
+    pub already: usize,
+    /// Contacts the backup does not hold (made after it).
+    pub absent: usize,
+}
+
+/// Applies every erasure of the ledger kept in `ledger` (the live table, or
+/// the live folder) again to `target` (a table restored from a backup, a
+/// folder copied back): a restore brings back every person erased since the
+/// backup, and this erases them again, the same way, and copies the ledger's
+/// entries into `target`. Safe to run again: an erased contact is left.
+pub async fn reapply(ledger: &dyn Store, target: &dyn Store) -> ApiResult<Reapplied> {
+    let entries = read_up_to(
+        ledger,
+        Query::new(keys::GSI1, keys::ERASURES.to_owned(), SkRange::All),
+        usize::MAX,
+    )
+    .await?;
+    let mut done = Reapplied {
+        entries: entries.len(),
+        ..Reapplied::default()
+    };
+    for entry in entries {
+        let ws = entry.get("workspaceId").and_then(Value::as_u64);
+        let id = entry
+            .get("contactId")
+            .and_then(Value::as_str)
+            .and_then(|id| id.parse::<u64>().ok());
+        let (Some(ws), Some(id)) = (ws, id) else {
+            continue;
+        };
+        let ws = WorkspaceId(ws);
+        let caller = Caller::system(ws, "erasure-ledger");
+        match read(target, ws, id, true).await {
+            Err(e) if e.status == http::StatusCode::NOT_FOUND => done.absent += 1,
+            Err(e) => return Err(e),
+            Ok(contact) if contact.erased.is_some() => done.already += 1,
+            Ok(_) => {
+                erase(target, &caller, id).await?;
+                done.erased += 1;
+            }
+        }
+        target
+            .write(vec![Write::Put {
+                item: entry,
+                condition: None,
+            }])
+            .await?;
+    }
+    Ok(done)
 }
 
 /// Writes `item` over the stored one, if it is still there (an event may
