@@ -45,6 +45,7 @@ mod snapshots;
 mod store;
 mod tags;
 mod template;
+mod threat_model;
 mod utility;
 mod webhook_functions;
 mod webhooks;
