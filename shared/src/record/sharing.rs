@@ -18,6 +18,7 @@
 //! The operations must not read what another writes (the batch groups them
 //! so: `crate::domain::batch`); each reads the store as it stood.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
@@ -116,10 +117,12 @@ pub(super) async fn offer(
     }))
 }
 
-/// One transaction being packed: its writes, and the commits it holds.
+/// One transaction being packed: its writes (and where each item's is),
+/// and the commits it holds.
 #[derive(Default)]
 struct Packed {
     writes: Vec<Write>,
+    at: HashMap<(String, String), usize>,
     holds: Vec<usize>,
 }
 
@@ -127,8 +130,10 @@ impl Packed {
     /// Where `write` goes in it: merged into an `ADD` of the same counter,
     /// new, or nowhere (another write of the same item is there already).
     fn place(&self, write: &Write) -> Place {
-        let key = write.key_parts();
-        match self.writes.iter().position(|w| w.key_parts() == key) {
+        let Some((pk, sk)) = write.key_parts() else {
+            return Place::Taken;
+        };
+        match self.at.get(&(pk.to_owned(), sk.to_owned())).copied() {
             None => Place::New,
             Some(at) => match (&self.writes[at], write) {
                 (Write::Add { attribute: a, .. }, Write::Add { attribute: b, .. }) if a == b => {
@@ -162,7 +167,13 @@ impl Packed {
                         *delta += more;
                     }
                 }
-                _ => self.writes.push(write.clone()),
+                _ => {
+                    if let Some((pk, sk)) = write.key_parts() {
+                        self.at
+                            .insert((pk.to_owned(), sk.to_owned()), self.writes.len());
+                    }
+                    self.writes.push(write.clone());
+                }
             }
         }
         self.holds.push(commit);
