@@ -26,6 +26,7 @@
 //! ([`Store::purge`], [`purge`]): the engine never overwrites what it frees,
 //! so the folder would otherwise keep the erased bytes.
 
+mod cache;
 mod codec;
 mod migrate;
 pub mod partitions;
@@ -68,6 +69,8 @@ pub struct EmbeddedStore {
     index_defs: Arc<Vec<Index>>,
     /// Shared with the writer thread, which counts its commits.
     metrics: Arc<Metrics>,
+    /// Items read by key, kept decoded; the writer forgets what it writes.
+    cache: Arc<cache::Cache>,
     /// The hot-key detector, when asked for ([`EmbeddedStore::count_partitions`]).
     partitions: Option<Arc<PartitionWrites>>,
     /// Held for the life of the store: one process per folder.
@@ -172,12 +175,16 @@ impl EmbeddedStore {
         let db = purge::engine_of(db);
         let index_defs = Arc::new(indexes.to_vec());
         let metrics = Arc::new(Metrics::default());
+        let cache = Arc::new(cache::Cache::default());
         let (writer, writer_thread) = write::spawn(
             db.clone(),
             index_defs.clone(),
             on_disk,
             dir,
-            metrics.clone(),
+            write::Shared {
+                metrics: metrics.clone(),
+                cache: cache.clone(),
+            },
         );
         Ok(Self {
             db,
@@ -185,6 +192,7 @@ impl EmbeddedStore {
             writer_thread: Some(writer_thread),
             index_defs,
             metrics,
+            cache,
             partitions: None,
             _lock: lock,
             repaired: false,
@@ -206,7 +214,7 @@ impl EmbeddedStore {
     /// for a request (a request reads what it answers).
     pub fn every_item(&self) -> Result<Vec<Item>, StoreError> {
         use redb::ReadableTable;
-        let snapshot = self.snapshot()?;
+        let snapshot = self.snapshot(false)?;
         let mut items = Vec::new();
         for entry in snapshot.items.iter().map_err(engine)? {
             let (_, value) = entry.map_err(engine)?;
@@ -226,14 +234,48 @@ impl EmbeddedStore {
         Ok(answer)
     }
 
-    fn snapshot(&self) -> Result<read::Snapshot, StoreError> {
+    /// The engine's tables as of its last commit; the indexes' only when
+    /// `indexes` (a query of an index).
+    fn snapshot(&self, indexes: bool) -> Result<read::Snapshot, StoreError> {
         let current = purge::current(&self.db);
         let txn = current.begin_read().map_err(engine)?;
         Ok(read::Snapshot {
             items: txn.open_table(ITEMS).map_err(engine)?,
-            indexes: txn.open_table(INDEXES).map_err(engine)?,
+            indexes: match indexes {
+                true => Some(txn.open_table(INDEXES).map_err(engine)?),
+                false => None,
+            },
             _engine: current,
         })
+    }
+
+    /// Items by key: kept decoded ([`cache`]), read from the engine otherwise.
+    fn items_by_key(&self, keys: &[&Key]) -> Result<Vec<Option<Item>>, StoreError> {
+        let mut found = Vec::with_capacity(keys.len());
+        let mut missing = Vec::new();
+        for (at, key) in keys.iter().enumerate() {
+            let engine_key = codec::item_key(key);
+            match self.cache.get(&engine_key) {
+                Some(item) => found.push(Some(item)),
+                None => {
+                    found.push(None);
+                    missing.push((at, engine_key));
+                }
+            }
+        }
+        if missing.is_empty() {
+            return Ok(found);
+        }
+        let seen = self.cache.seq();
+        let snapshot = self.snapshot(false)?;
+        for (at, engine_key) in missing {
+            let item = snapshot.item(&engine_key)?;
+            if let Some(item) = &item {
+                self.cache.keep(&engine_key, item, seen);
+            }
+            found[at] = item;
+        }
+        Ok(found)
     }
 }
 
@@ -253,7 +295,7 @@ impl Drop for EmbeddedStore {
 #[async_trait]
 impl Store for EmbeddedStore {
     async fn get(&self, key: &Key, consistent: bool) -> Result<Option<Item>, StoreError> {
-        let item = self.snapshot()?.get(key)?;
+        let item = self.items_by_key(&[key])?.pop().flatten();
         Metrics::count(&self.metrics.gets, 1);
         let size = item.as_ref().map_or(0, item_size);
         Metrics::units(
@@ -274,11 +316,8 @@ impl Store for EmbeddedStore {
         if keys.iter().collect::<std::collections::HashSet<_>>().len() != keys.len() {
             return Err(StoreError::Invalid("batch get with duplicate keys".into()));
         }
-        let snapshot = self.snapshot()?;
-        let mut items = Vec::with_capacity(keys.len());
-        for key in keys {
-            items.extend(snapshot.get(key)?);
-        }
+        let keys: Vec<&Key> = keys.iter().collect();
+        let items: Vec<Item> = self.items_by_key(&keys)?.into_iter().flatten().collect();
         Metrics::count(&self.metrics.batch_gets, 1);
         let units: f64 = items
             .iter()
@@ -289,7 +328,8 @@ impl Store for EmbeddedStore {
     }
 
     async fn query(&self, query: &Query) -> Result<Page, StoreError> {
-        let (page, bytes) = self.snapshot()?.query(&self.index_defs, query)?;
+        let snapshot = self.snapshot(query.index.name.is_some())?;
+        let (page, bytes) = snapshot.query(&self.index_defs, query)?;
         Metrics::count(&self.metrics.queries, 1);
         Metrics::count(&self.metrics.scanned, page.items.len() as u64);
         Metrics::units(

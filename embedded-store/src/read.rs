@@ -17,19 +17,16 @@ type Range = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 /// The engine's tables, as of one commit.
 pub(super) struct Snapshot {
     pub items: Table,
-    pub indexes: Table,
+    /// Opened for a query of an index only: a read by key needs none.
+    pub indexes: Option<Table>,
     /// The engine it reads, held open while it does: a purge swaps the
     /// engine, and a dropped engine fails the reads of its snapshots.
     pub _engine: std::sync::Arc<redb::Database>,
 }
 
 impl Snapshot {
-    pub fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
-        self.item(&item_key(key))
-    }
-
-    /// The item under an engine key.
-    fn item(&self, key: &[u8]) -> Result<Option<Item>, StoreError> {
+    /// The item under an engine key ([`item_key`]).
+    pub fn item(&self, key: &[u8]) -> Result<Option<Item>, StoreError> {
         match self.items.get(key).map_err(engine)? {
             Some(value) => from_bytes(value.value()).map(Some),
             None => Ok(None),
@@ -64,7 +61,11 @@ impl Snapshot {
                     }
                     None => None,
                 };
-                (&self.indexes, prefix, start)
+                let indexes = self
+                    .indexes
+                    .as_ref()
+                    .ok_or_else(|| StoreError::Other("a snapshot without its indexes".into()))?;
+                (indexes, prefix, start)
             }
         };
         let Some((lower, upper)) = bounds(&prefix, &query.range, start.as_deref(), query.forward)

@@ -20,6 +20,7 @@ use serde_json::Value;
 use shared::store::*;
 use tokio::sync::oneshot;
 
+use super::cache::Cache;
 use super::codec::{from_bytes, index_key, item_key, to_bytes, write_units};
 use super::purge::{self, Engine};
 use super::{INDEXES, ITEMS, engine};
@@ -147,17 +148,25 @@ pub(super) fn create_tables(db: &Database, on_disk: bool) -> Result<(), StoreErr
 /// Starts the writer thread. `dir`: the store's folder, where a purge
 /// rewrites the file (none in memory or on a test's backend: a purge there
 /// has no file to rewrite).
+/// What the writer shares with the store's readers.
+pub(super) struct Shared {
+    /// It counts its commits there.
+    pub metrics: Arc<Metrics>,
+    /// It forgets there the keys each commit wrote.
+    pub cache: Arc<Cache>,
+}
+
 pub(super) fn spawn(
     cell: Engine,
     defs: Arc<Vec<Index>>,
     on_disk: bool,
     dir: Option<PathBuf>,
-    metrics: Arc<Metrics>,
+    shared: Shared,
 ) -> (sync_mpsc::Sender<Msg>, std::thread::JoinHandle<()>) {
     let (tx, rx) = sync_mpsc::channel();
     let thread = std::thread::Builder::new()
         .name("embedded-store-writer".into())
-        .spawn(move || run(&cell, &defs, on_disk, dir.as_deref(), &rx, &metrics))
+        .spawn(move || run(&cell, &defs, on_disk, dir.as_deref(), &rx, &shared))
         .expect("the embedded store's writer thread");
     (tx, thread)
 }
@@ -168,7 +177,7 @@ fn run(
     on_disk: bool,
     dir: Option<&Path>,
     rx: &sync_mpsc::Receiver<Msg>,
-    metrics: &Metrics,
+    shared: &Shared,
 ) {
     let mut closing = false;
     // Whether the file may hold bytes a purge would drop: what it held
@@ -197,13 +206,14 @@ fn run(
         }
         if !group.is_empty() {
             written = true;
-            commit_group(&purge::current(cell), defs, on_disk, group, metrics);
+            commit_group(&purge::current(cell), defs, on_disk, group, shared);
         }
         if let Some(reply) = asked {
             let outcome = match dir {
                 Some(dir) if written => purge::rewrite(cell, dir),
                 _ => Ok(()),
             };
+            shared.cache.clear();
             if let Err(e) = &outcome {
                 tracing::error!(error = %e, "the embedded store could not rewrite its file");
             } else {
@@ -220,13 +230,17 @@ fn commit_group(
     defs: &[Index],
     on_disk: bool,
     group: Vec<Request>,
-    metrics: &Metrics,
+    shared: &Shared,
 ) {
     let (requests, replies): (Vec<_>, Vec<_>) =
         group.into_iter().map(|r| (r.writes, r.reply)).unzip();
     match commit(db, defs, on_disk, &requests) {
         Ok(outcomes) => {
-            Metrics::count(&metrics.commits, 1);
+            Metrics::count(&shared.metrics.commits, 1);
+            // Before any is answered: a request that reads after its write
+            // reads it from the engine.
+            let written = requests.iter().flatten().map(|w| w.engine_key.as_slice());
+            shared.cache.forget(written);
             for (reply, outcome) in replies.into_iter().zip(outcomes) {
                 let _ = reply.send(outcome);
             }

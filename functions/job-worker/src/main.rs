@@ -8,7 +8,7 @@ use lambda_runtime::{Error, LambdaEvent, service_fn};
 async fn main() -> Result<(), Error> {
     shared::lambda::init_logs();
     let state = shared::lambda::state().await;
-    let store = state.store;
+    let store = state.store.clone();
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
         let store = store.clone();
         async move {

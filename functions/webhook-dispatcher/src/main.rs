@@ -8,7 +8,7 @@ use lambda_runtime::{Error, LambdaEvent, service_fn};
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     let (state, queue) = shared::lambda::delivering().await?;
-    let store = state.store;
+    let store = state.store.clone();
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Event>| {
         let (store, queue) = (store.clone(), queue.clone());
         async move {

@@ -7,7 +7,7 @@ use lambda_runtime::{Error, LambdaEvent, service_fn};
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     let (state, queue) = shared::lambda::delivering().await?;
-    let (store, settings) = (state.store, state.webhooks);
+    let (store, settings) = (state.store.clone(), state.webhooks.clone());
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
         let (store, queue, settings) = (store.clone(), queue.clone(), settings.clone());
         async move {

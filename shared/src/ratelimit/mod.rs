@@ -185,23 +185,41 @@ impl Admission {
         if self.standings.is_empty() {
             return None;
         }
-        let policy = self
-            .standings
-            .iter()
-            .map(|s| {
-                format!(
-                    "\"{}\";q={};w={}",
-                    s.name, s.policy.quota, s.policy.window_seconds
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(", ");
-        let limit = self
-            .standings
-            .iter()
-            .map(|s| format!("\"{}\";r={};t={}", s.name, s.remaining, s.reset))
-            .collect::<Vec<_>>()
-            .join(", ");
+        // Written into two buffers: on every answer, where `format!` and a
+        // join cost more than the rest of the limiter's work.
+        let mut policy = String::with_capacity(64);
+        let mut limit = String::with_capacity(64);
+        let mut number = itoa::Buffer::new();
+        for (i, s) in self.standings.iter().enumerate() {
+            if i > 0 {
+                policy.push_str(", ");
+                limit.push_str(", ");
+            }
+            for (out, a, b, first, second) in [
+                (
+                    &mut policy,
+                    ";q=",
+                    ";w=",
+                    u64::from(s.policy.quota),
+                    u64::from(s.policy.window_seconds),
+                ),
+                (
+                    &mut limit,
+                    ";r=",
+                    ";t=",
+                    u64::from(s.remaining),
+                    u64::from(s.reset),
+                ),
+            ] {
+                out.push('"');
+                out.push_str(s.name);
+                out.push('"');
+                out.push_str(a);
+                out.push_str(number.format(first));
+                out.push_str(b);
+                out.push_str(number.format(second));
+            }
+        }
         Some((policy, limit))
     }
 

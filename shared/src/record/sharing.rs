@@ -48,13 +48,18 @@ struct State {
 }
 
 struct Waiting {
+    /// The operation's place in the wave: commits go out in input order, so
+    /// of two operations that meet on a record no claim named, the earlier
+    /// lands and the later runs again after it (not the one that happened
+    /// to reach its commit first).
+    order: usize,
     writes: Vec<Write>,
     resource_id: String,
     reply: oneshot::Sender<Outcome>,
 }
 
 tokio::task_local! {
-    static SHARING: Arc<Sharing>;
+    static SHARING: (Arc<Sharing>, usize);
 }
 
 impl Sharing {
@@ -68,9 +73,15 @@ impl Sharing {
         })
     }
 
-    /// Runs one operation of the wave: its commits wait for the others'.
-    pub async fn run<F: Future>(self: &Arc<Self>, store: &dyn Store, f: F) -> F::Output {
-        let output = SHARING.scope(self.clone(), f).await;
+    /// Runs the wave's operation number `order`: its commits wait for the
+    /// others'.
+    pub async fn run<F: Future>(
+        self: &Arc<Self>,
+        store: &dyn Store,
+        order: usize,
+        f: F,
+    ) -> F::Output {
+        let output = SHARING.scope((self.clone(), order), f).await;
         let ready = self.stopped(None);
         flush(store, ready).await;
         output
@@ -86,8 +97,9 @@ impl Sharing {
         if state.running > 0 {
             return Vec::new();
         }
-        let ready = std::mem::take(&mut state.waiting);
+        let mut ready = std::mem::take(&mut state.waiting);
         state.running += ready.len();
+        ready.sort_by_key(|w| w.order);
         ready
     }
 }
@@ -104,9 +116,10 @@ pub(super) async fn offer(
     writes: &[Write],
     resource_id: &str,
 ) -> Option<Outcome> {
-    let sharing = SHARING.try_with(Arc::clone).ok()?;
+    let (sharing, order) = SHARING.try_with(|(s, order)| (s.clone(), *order)).ok()?;
     let (reply, outcome) = oneshot::channel();
     let ready = sharing.stopped(Some(Waiting {
+        order,
         writes: writes.to_vec(),
         resource_id: resource_id.to_owned(),
         reply,

@@ -14,8 +14,9 @@
 //! `externalId`, a tag's name: [`Claims`]), so two items naming one record
 //! act in input order (the second, in a later wave, sees the first); two
 //! that meet on a record no claim names (an upsert by phone and an update by
-//! id of one contact) are told by the record's version, and the one that
-//! lost runs again after the wave. A store failure stops the batch: the
+//! id of one contact) are told by the record's version: the wave's commits
+//! go out in input order, so the earlier lands and the later runs again
+//! after the wave, reading it; they too act in input order. A store failure stops the batch: the
 //! operations of its wave answer 503 (their shared commit may or may not
 //! have landed), those after it 503 "not applied", not tried.
 
@@ -262,23 +263,26 @@ where
                 .collect(),
             None => {
                 let sharing = Sharing::new(end - start);
-                let wave = operations[start..end].iter().map(|raw| {
-                    let applied = match from_value::<Operation<K, D>>(raw) {
-                        Err(e) => Err(e),
-                        Ok(op) => Ok(apply(op)),
-                    };
-                    let sharing = &sharing;
-                    async move {
-                        match applied {
-                            Err(e) => sharing.run(store, async { Err(e) }).await,
-                            // A domain function names the body's fields: they are in `data`.
-                            Ok(running) => sharing
-                                .run(store, running)
-                                .await
-                                .map_err(|e| named(e, "data")),
+                let wave = operations[start..end]
+                    .iter()
+                    .enumerate()
+                    .map(|(order, raw)| {
+                        let applied = match from_value::<Operation<K, D>>(raw) {
+                            Err(e) => Err(e),
+                            Ok(op) => Ok(apply(op)),
+                        };
+                        let sharing = &sharing;
+                        async move {
+                            match applied {
+                                Err(e) => sharing.run(store, order, async { Err(e) }).await,
+                                // A domain function names the body's fields: they are in `data`.
+                                Ok(running) => sharing
+                                    .run(store, order, running)
+                                    .await
+                                    .map_err(|e| named(e, "data")),
+                            }
                         }
-                    }
-                });
+                    });
                 futures_util::future::join_all(wave).await
             }
         };
