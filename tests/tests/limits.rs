@@ -16,7 +16,7 @@ use chrono::Duration;
 use shared::auth::{Resource, Scope};
 use shared::ids::{ManualClock, WorkspaceId};
 use shared::ratelimit::{Limiter, Limits, Policy};
-use shared::store::{Item, Key, Page, Query, Store, StoreError, Write};
+use shared::store::{Item, Key, Page, Query, SharedStore, Store, StoreError, Write};
 
 /// A store whose every call fails, as DynamoDB does when it is unreachable.
 #[derive(Default)]
@@ -453,6 +453,138 @@ api_test! {
             served += u32::from(left_after(instance, store, &clock, 1).await.is_some());
         }
         assert_eq!(served, 20);
+    }
+}
+
+/// A store that holds every write of a rate bucket until the test lets
+/// them go ([`HeldWrites::open`]), counting those sent.
+struct HeldWrites {
+    inner: SharedStore,
+    gate: tokio::sync::Semaphore,
+    sent: std::sync::atomic::AtomicUsize,
+}
+
+impl HeldWrites {
+    fn new(inner: SharedStore) -> Arc<Self> {
+        Arc::new(Self {
+            inner,
+            gate: tokio::sync::Semaphore::new(0),
+            sent: Default::default(),
+        })
+    }
+    fn open(&self) {
+        self.gate
+            .add_permits(tokio::sync::Semaphore::MAX_PERMITS / 2);
+    }
+    fn sent(&self) -> usize {
+        self.sent.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+#[async_trait::async_trait]
+impl Store for HeldWrites {
+    async fn get(&self, key: &Key, consistent: bool) -> Result<Option<Item>, StoreError> {
+        self.inner.get(key, consistent).await
+    }
+    async fn batch_get(&self, keys: &[Key]) -> Result<Vec<Item>, StoreError> {
+        self.inner.batch_get(keys).await
+    }
+    async fn query(&self, query: &Query) -> Result<Page, StoreError> {
+        self.inner.query(query).await
+    }
+    async fn write(&self, writes: Vec<Write>) -> Result<(), StoreError> {
+        self.sent.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let _open = self.gate.acquire().await;
+        self.inner.write(writes).await
+    }
+    fn metrics(&self) -> &shared::store::Metrics {
+        self.inner.metrics()
+    }
+    fn backend(&self) -> &'static str {
+        self.inner.backend()
+    }
+}
+
+/// A request's place in the token `token`'s buckets as an HTTP request
+/// takes it: the buckets read ahead (beside its own reads), then admitted
+/// without waiting for its lease's writes.
+async fn admitted_ahead(
+    limiter: &Arc<Limiter>,
+    store: &SharedStore,
+    clock: &Arc<ManualClock>,
+    token: &str,
+) -> Option<u32> {
+    let ws = WorkspaceId(1);
+    let admission = shared::ids::with_clock(clock.clone(), async {
+        let ahead = limiter.read_ahead(store.as_ref(), ws, token, 1).await;
+        limiter.admit_ahead(store, ws, token, (1, 0), ahead).await
+    })
+    .await;
+    match admission.refusal() {
+        Some(_) => None,
+        None => Some(admission.standings[0].remaining),
+    }
+}
+
+api_test! {
+    /// A new instance's first request reads its buckets beside its own
+    /// reads and does not wait for its leases' writes (#45): it is answered
+    /// while they are held. The next request waits for them, and is served
+    /// from the lease they wrote, without another read or write.
+    async fn a_first_request_does_not_wait_for_its_leases_writes(app) {
+        let held = HeldWrites::new(app.store.clone());
+        let store: SharedStore = held.clone();
+        let limiter = Arc::new(Limiter::with(limits(100, 1000)));
+        let clock = Arc::new(ManualClock::starting_now());
+        let before = app.metrics();
+        assert_eq!(admitted_ahead(&limiter, &store, &clock, "first").await, Some(99), "answered, its writes held");
+        // The writes go on their own task: wait for it to reach the held store.
+        for _ in 0..5_000 {
+            if held.sent() == 2 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        assert_eq!(held.sent(), 2, "both buckets' leases sent");
+        assert_eq!(app.metrics().batch_gets - before.batch_gets, 1, "one read, ahead");
+        let bucket = shared::keys::rate_bucket(WorkspaceId(1), "first");
+        assert!(app.store.get(&bucket, true).await.unwrap().is_none(), "not written yet");
+        let (second, ()) = tokio::join!(admitted_ahead(&limiter, &store, &clock, "first"), async {
+            tokio::task::yield_now().await;
+            held.open();
+        });
+        assert_eq!(second, Some(98), "served from the lease");
+        assert_eq!((held.sent(), app.metrics().batch_gets - before.batch_gets), (2, 1), "no other read or write");
+        assert_eq!(app.store.get(&bucket, true).await.unwrap().unwrap()["version"], 1, "the lease landed");
+    }
+}
+
+api_test! {
+    /// Two new instances reading one bucket at once both admit their first
+    /// request; one lease lands and the other does not, and that instance
+    /// leases again at its next request. Together they pass the quota by
+    /// that one request, no more.
+    async fn two_first_requests_at_once_pass_the_quota_by_one_at_most(app) {
+        let limits = Limits { token: policy(20, 5), workspace: WIDE };
+        let (one, two) = (Arc::new(Limiter::with(limits)), Arc::new(Limiter::with(limits)));
+        let clock = Arc::new(ManualClock::starting_now());
+        let store: SharedStore = app.store.clone();
+        let ws = WorkspaceId(1);
+        let (first, second) = shared::ids::with_clock(clock.clone(), async {
+            let (a, b) = tokio::join!(
+                one.read_ahead(store.as_ref(), ws, "both", 1),
+                two.read_ahead(store.as_ref(), ws, "both", 1)
+            );
+            (one.admit_ahead(&store, ws, "both", (1, 0), a).await, two.admit_ahead(&store, ws, "both", (1, 0), b).await)
+        })
+        .await;
+        assert!(first.refusal().is_none() && second.refusal().is_none(), "both admitted on what they read");
+        let mut served = 2;
+        for turn in 0..60 {
+            let instance = if turn % 2 == 0 { &one } else { &two };
+            served += u32::from(admitted_ahead(instance, &store, &clock, "both").await.is_some());
+        }
+        assert_eq!(served, 21, "the quota, and the request served on the lease that did not land");
     }
 }
 

@@ -64,13 +64,18 @@ pub(super) async fn limited(
     })));
     let reads_only = matches!(*req.method(), Method::GET | Method::HEAD);
     let mut response = if reads_only && !caller.is_checked() {
-        // A read whose token check goes out beside its own reads.
-        let response = idempotent::idempotent(served, req, next).await;
+        // A read whose token check goes out beside its own reads, and so do
+        // its buckets' (a read takes nothing: a token that does not hold
+        // still takes nothing of its workspace's bucket).
+        let (response, ahead) = tokio::join!(
+            idempotent::idempotent(served, req, next),
+            meter.read_ahead(1)
+        );
         let scoped = caller.identity().await.map(|_| ());
         if scoped.is_err() && !caller.holds().await {
             return response; // refused by the token check in `around`
         }
-        match (scoped, meter.charge(1).await) {
+        match (scoped, meter.charge_ahead(1, ahead).await) {
             (_, Err(refusal)) => refusal.into_response(),
             // Without the scope: the 403 (`around` answers it too, and keeps
             // the headers set below).
@@ -114,6 +119,31 @@ impl Meter {
     /// Takes `requests` more of the caller's buckets: a 429 when they do not
     /// have them, before the handler writes anything.
     pub async fn charge(&self, requests: usize) -> Result<(), ApiError> {
+        self.charge_ahead(requests, None).await
+    }
+
+    /// Reads the buckets a charge of `requests` would lease
+    /// ([`Limiter::read_ahead`]).
+    async fn read_ahead(&self, requests: u32) -> Option<crate::ratelimit::Ahead> {
+        let metered = self.0.as_ref()?;
+        let caller = &metered.caller;
+        metered
+            .limiter
+            .read_ahead(
+                metered.store.as_ref(),
+                caller.workspace_id,
+                &caller.bucket,
+                requests,
+            )
+            .await
+    }
+
+    /// [`Self::charge`], leasing from what [`Self::read_ahead`] read.
+    async fn charge_ahead(
+        &self,
+        requests: usize,
+        ahead: Option<crate::ratelimit::Ahead>,
+    ) -> Result<(), ApiError> {
         let Some(metered) = &self.0 else {
             return Ok(());
         };
@@ -129,12 +159,12 @@ impl Meter {
             .1;
         let admission = metered
             .limiter
-            .admit(
-                metered.store.as_ref(),
+            .admit_ahead(
+                &metered.store,
                 caller.workspace_id,
                 &caller.bucket,
-                cost,
-                already,
+                (cost, already),
+                ahead,
             )
             .await;
         let refusal = admission.refusal();

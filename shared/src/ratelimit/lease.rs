@@ -13,7 +13,7 @@
 use futures_util::future::join_all;
 use serde_json::json;
 
-use super::{LEASE_TIME_US, Lease, Limiter, Limits, Policy, StoredLimits, now_us};
+use super::{How, LEASE_TIME_US, Lease, Limiter, Limits, Policy, StoredLimits, now_us};
 use crate::ids::WorkspaceId;
 use crate::keys;
 use crate::store::{Condition, Key, Store, StoreError, Write};
@@ -46,6 +46,9 @@ pub(super) struct Miss {
     /// The bucket as this instance wrote it: an eventually consistent read
     /// may not show it yet.
     pub seen: Option<Stored>,
+    /// Whether this instance never leased the bucket: the one lease whose
+    /// write may be sent on rather than waited for ([`super::How`]).
+    pub first: bool,
 }
 
 /// What a request took of a lease this instance holds: put back when
@@ -131,7 +134,7 @@ impl Lease {
         }
     }
 
-    fn is(&self, version: u64, tat: i64) -> bool {
+    pub(super) fn is(&self, version: u64, tat: i64) -> bool {
         self.version == version && self.tat == tat
     }
 }
@@ -158,6 +161,7 @@ impl Limiter {
             return Err(Miss {
                 back: None,
                 seen: None,
+                first: true,
             });
         };
         let cost = within(lease.policy.quota, cost);
@@ -166,8 +170,12 @@ impl Limiter {
             // with the lease that replaces it.
             let back = std::mem::take(&mut lease.to_give).then(|| lease.back());
             lease.held = 0;
-            let seen = Some(lease.seen());
-            return Err(Miss { back, seen });
+            let seen = lease.stands.then(|| lease.seen());
+            return Err(Miss {
+                back,
+                seen,
+                first: false,
+            });
         }
         let before = lease.used;
         lease.held -= cost;
@@ -235,10 +243,11 @@ impl Limiter {
         wants: &[Want],
         defaults: Limits,
         cost: (u32, u32),
+        how: How<'_>,
     ) -> Result<Vec<Taken>, StoreError> {
         let mut given = vec![false; wants.len()];
         let leased = self
-            .write_leases(store, ws, wants, defaults, cost, &mut given)
+            .write_leases(store, ws, wants, defaults, cost, how, &mut given)
             .await;
         for (want, given) in wants.iter().zip(given) {
             if let (Some(back), false) = (want.miss.back, given) {
@@ -248,7 +257,9 @@ impl Limiter {
         leased
     }
 
-    /// [`Self::lease`]: `given` says which wants' leases were written.
+    /// [`Self::lease`]: `given` says which wants' leases were written (or
+    /// sent on).
+    #[allow(clippy::too_many_arguments)]
     async fn write_leases(
         &self,
         store: &dyn Store,
@@ -256,6 +267,7 @@ impl Limiter {
         wants: &[Want],
         defaults: Limits,
         cost: (u32, u32),
+        mut how: How<'_>,
         given: &mut [bool],
     ) -> Result<Vec<Taken>, StoreError> {
         let mut taken: Vec<Option<Taken>> = vec![None; wants.len()];
@@ -263,7 +275,10 @@ impl Limiter {
         for _ in 0..4 {
             let mut read: Vec<Key> = pending.iter().map(|&i| wants[i].key.clone()).collect();
             read.push(keys::rate_limits(ws));
-            let items = store.batch_get(&read).await?;
+            let items = match how.ahead.take().filter(|ahead| ahead.keys == read) {
+                Some(ahead) => ahead.items,
+                None => store.batch_get(&read).await?,
+            };
             let limits = items
                 .iter()
                 .find(|item| Key::of(item).as_ref() == read.last())
@@ -295,14 +310,14 @@ impl Limiter {
                 // An eventually consistent read may not show this instance's
                 // last write yet: the bucket stands at least there (while
                 // that write is recent: an item past its TTL is gone).
-                let seen = want
-                    .miss
-                    .seen
-                    .filter(|seen| now < seen.tat + policy.window_us());
-                let stored = match (found, seen) {
-                    (Some(found), Some(seen)) if seen.version > found.version => Some(seen),
-                    (None, Some(seen)) => Some(seen),
-                    (found, _) => found,
+                // An item older than this instance's write is such a read
+                // whatever its age.
+                let seen = want.miss.seen;
+                let recent = seen.filter(|seen| now < seen.tat + policy.window_us());
+                let stored = match (found, seen, recent) {
+                    (Some(found), Some(seen), _) if seen.version > found.version => Some(seen),
+                    (None, _, Some(seen)) => Some(seen),
+                    (found, ..) => found,
                 };
                 let credit = want.miss.back.map_or(0, |back| back.credit(stored, now));
                 let base = (stored.map_or(now, |stored| stored.tat) - credit).max(now);
@@ -332,6 +347,8 @@ impl Limiter {
                         held: took - cost,
                         until: now + LEASE_TIME_US,
                         to_give: true,
+                        landing: None,
+                        stands: true,
                     };
                     let item = json!({
                         "pk": want.key.pk, "sk": want.key.sk, "_type": "RateBucket",
@@ -351,6 +368,22 @@ impl Limiter {
             if refused {
                 // A refused request takes nothing.
                 return Ok(taken.into_iter().flatten().collect());
+            }
+            if let Some((limiter, shared)) = how.send_on {
+                // A first lease is admitted on what the read allows, its
+                // write sent on (the module's documentation); the others wait.
+                let (first, rest): (Vec<_>, Vec<_>) =
+                    writes.into_iter().partition(|(i, ..)| wants[*i].miss.first);
+                for (i, lease, write) in first {
+                    taken[i] = Some(Taken {
+                        policy: lease.policy,
+                        at: lease.used,
+                        short: 0,
+                    });
+                    given[i] = true;
+                    limiter.send_on(shared.clone(), wants[i].key.clone(), lease, write);
+                }
+                writes = rest;
             }
             let results = join_all(
                 writes

@@ -13,9 +13,21 @@
 //! costs a token nothing it does not get (one instance alone is exactly the
 //! bucket: `lease.rs`). If the store fails, the request goes through
 //! (logged): a limiter must not take the API down with it.
+//!
+//! Off a request's path (the HTTP guard, [`Limiter::admit_ahead`]): the
+//! buckets are read beside the request's own reads ([`Limiter::read_ahead`]),
+//! and an instance's first lease of a bucket (what every new Lambda instance
+//! takes) has its write sent on, not waited for: the request is admitted on
+//! what the read allows, and the instance's next request of that bucket
+//! waits for the write to land. A write that does not land (another instance
+//! leased in between) drops the lease, and later leases of the bucket are
+//! waited for: that first request is all an instance can pass a quota by.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+
+use futures_util::FutureExt;
+use futures_util::future::{BoxFuture, Shared};
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -24,7 +36,7 @@ use validator::Validate;
 use crate::error::{ApiError, ApiResult};
 use crate::ids::{self, WorkspaceId};
 use crate::keys;
-use crate::store::{Key, Store, Write};
+use crate::store::{Item, Key, SharedStore, Store, StoreError, Write};
 
 mod lease;
 
@@ -140,7 +152,7 @@ pub struct Limiter {
 }
 
 /// What this instance holds of one bucket.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone)]
 struct Lease {
     policy: Policy,
     /// The bucket as this instance last wrote it: its `version`, its `tat`,
@@ -157,6 +169,29 @@ struct Lease {
     /// Whether the lease that replaces it still gives back what it did not
     /// use (once).
     to_give: bool,
+    /// Its write, sent on and not landed yet: the next request waits for it.
+    landing: Option<Landing>,
+    /// False once its write, sent on, did not land: it serves nothing, and
+    /// says only that this instance leased the bucket before.
+    stands: bool,
+}
+
+/// A lease's write on its way; done once it landed, or the lease was dropped.
+type Landing = Shared<BoxFuture<'static, ()>>;
+
+/// The buckets a request's lease would read, read beside the request's own
+/// reads ([`Limiter::read_ahead`]): its first lease takes them instead.
+pub struct Ahead {
+    keys: Vec<Key>,
+    items: Vec<Item>,
+}
+
+/// How a lease is taken: from what was read ahead, if anything, and with
+/// its writes awaited or, given the store to send them with, sent on.
+#[derive(Default)]
+struct How<'a> {
+    ahead: Option<Ahead>,
+    send_on: Option<(&'a Arc<Limiter>, &'a SharedStore)>,
 }
 
 /// Where a request stands in one bucket.
@@ -280,7 +315,7 @@ impl Limiter {
     /// `token`'s bucket (a token's SHA-256 prefix) and of its workspace's,
     /// for a request that took `already` of them. A request never takes more
     /// than a whole bucket (a larger batch waits for a full one). Never fails:
-    /// a store error lets the request through.
+    /// a store error lets the request through. A lease's write is awaited.
     pub async fn admit(
         &self,
         store: &dyn Store,
@@ -289,13 +324,133 @@ impl Limiter {
         cost: u32,
         already: u32,
     ) -> Admission {
+        self.admit_how(store, ws, token, (cost, already), How::default())
+            .await
+    }
+
+    /// [`Self::admit`] on a request's path: a first lease takes what
+    /// [`Self::read_ahead`] read, and its write is sent on, not awaited.
+    pub async fn admit_ahead(
+        self: &Arc<Self>,
+        store: &SharedStore,
+        ws: WorkspaceId,
+        token: &str,
+        (cost, already): (u32, u32),
+        ahead: Option<Ahead>,
+    ) -> Admission {
+        let how = How {
+            ahead,
+            send_on: Some((self, store)),
+        };
+        self.admit_how(store.as_ref(), ws, token, (cost, already), how)
+            .await
+    }
+
+    /// Reads the buckets that a request of `cost` would lease (those this
+    /// instance holds too little of), with the workspace's limits: a read
+    /// that takes nothing, so it may go out before the token holds. `None`
+    /// when nothing is to be leased, or the read failed.
+    pub async fn read_ahead(
+        &self,
+        store: &dyn Store,
+        ws: WorkspaceId,
+        token: &str,
+        cost: u32,
+    ) -> Option<Ahead> {
+        self.defaults?;
+        let buckets = buckets(ws, token);
+        // A read beside this instance's own write on its way would not see it.
+        self.settle(&[&buckets[0].1, &buckets[1].1]).await;
+        let now = now_us();
+        let mut keys: Vec<Key> = {
+            let leases = self.local.lock().unwrap_or_else(|e| e.into_inner());
+            buckets
+                .into_iter()
+                .map(|(_, key, _)| key)
+                .filter(|key| {
+                    leases.get(key).is_none_or(|lease| {
+                        now >= lease.until || lease.held < cost.min(lease.policy.quota)
+                    })
+                })
+                .collect()
+        };
+        if keys.is_empty() {
+            return None;
+        }
+        keys.push(keys::rate_limits(ws));
+        let items = store.batch_get(&keys).await.ok()?;
+        Some(Ahead { keys, items })
+    }
+
+    /// Waits for the writes of this instance's leases of `keys` still on
+    /// their way.
+    async fn settle(&self, keys: &[&Key]) {
+        let landing: Vec<Landing> = {
+            let leases = self.local.lock().unwrap_or_else(|e| e.into_inner());
+            keys.iter()
+                .filter_map(|key| leases.get(*key)?.landing.clone())
+                .filter(|landing| landing.peek().is_none())
+                .collect()
+        };
+        for landing in landing {
+            landing.await;
+        }
+    }
+
+    /// Keeps `lease` of `key` and sends its `write` on: the lease serves
+    /// once the write lands, and is dropped if it does not.
+    fn send_on(self: &Arc<Self>, store: SharedStore, key: Key, mut lease: Lease, write: Write) {
+        let (landed, landing) = tokio::sync::oneshot::channel::<()>();
+        lease.landing = Some(landing.map(|_| ()).boxed().shared());
+        let (version, tat) = (lease.version, lease.tat);
+        self.local
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key.clone(), lease);
+        let limiter = Arc::clone(self);
+        tokio::spawn(async move {
+            let result = store.write(vec![write]).await;
+            let mut leases = limiter.local.lock().unwrap_or_else(|e| e.into_inner());
+            match result {
+                Ok(()) => {
+                    if let Some(lease) = leases.get_mut(&key).filter(|l| l.is(version, tat)) {
+                        lease.landing = None;
+                    }
+                }
+                Err(e) => {
+                    // Another instance leased between the read and this
+                    // write, or the store failed: the lease does not stand,
+                    // and the next request leases anew, waiting for it.
+                    if let Some(lease) = leases.get_mut(&key).filter(|l| l.is(version, tat)) {
+                        lease.stands = false;
+                        lease.held = 0;
+                        lease.until = i64::MIN;
+                        lease.to_give = false;
+                        lease.landing = None;
+                    }
+                    if !matches!(e, StoreError::ConditionFailed { .. }) {
+                        tracing::warn!(error = %e, "rate limiter lease not written; leased again at the next request");
+                    }
+                }
+            }
+            drop(leases);
+            let _ = landed.send(());
+        });
+    }
+
+    async fn admit_how(
+        &self,
+        store: &dyn Store,
+        ws: WorkspaceId,
+        token: &str,
+        (cost, already): (u32, u32),
+        how: How<'_>,
+    ) -> Admission {
         let Some(defaults) = self.defaults else {
             return Admission::default();
         };
-        let buckets = [
-            ("token", keys::rate_bucket(ws, token), true),
-            ("workspace", keys::rate_bucket(ws, ""), false),
-        ];
+        let buckets = buckets(ws, token);
+        self.settle(&[&buckets[0].1, &buckets[1].1]).await;
         // What this instance holds serves first; the buckets it lacks are
         // leased together (one read, their writes side by side).
         let now = now_us();
@@ -321,7 +476,7 @@ impl Limiter {
         if !wants.is_empty() {
             let (at, wants): (Vec<usize>, Vec<lease::Want>) = wants.into_iter().unzip();
             match self
-                .lease(store, ws, &wants, defaults, (cost, already))
+                .lease(store, ws, &wants, defaults, (cost, already), how)
                 .await
             {
                 Ok(leased) => {
@@ -366,6 +521,14 @@ impl Limiter {
         }
         admission
     }
+}
+
+/// A request's buckets: its token's, and its workspace's.
+fn buckets(ws: WorkspaceId, token: &str) -> [(&'static str, Key, bool); 2] {
+    [
+        ("token", keys::rate_bucket(ws, token), true),
+        ("workspace", keys::rate_bucket(ws, ""), false),
+    ]
 }
 
 /// Bucket times are in microseconds since the epoch.
