@@ -589,6 +589,27 @@ api_test! {
 }
 
 api_test! {
+    /// Fifty requests of one instance that find no lease at once send one
+    /// lease between them, not fifty (all but one failing its condition):
+    /// the others wait for it and take from it.
+    async fn requests_without_a_lease_wait_for_the_one_being_taken(app) {
+        let limiter = Arc::new(Limiter::with(limits(1000, 10_000)));
+        let clock = Arc::new(ManualClock::starting_now());
+        let store: SharedStore = app.store.clone();
+        let before = app.metrics();
+        let all = futures::future::join_all((0..50).map(|_| {
+            shared::ids::with_clock(clock.clone(), limiter.admit(store.as_ref(), WorkspaceId(1), "herd", 1, 0))
+        }))
+        .await;
+        let mut left: Vec<u32> = all.iter().map(|a| a.standings[0].remaining).collect();
+        left.sort_unstable();
+        assert_eq!(left, (950..1000).collect::<Vec<_>>(), "each took one, from one lease of 50");
+        let after = app.metrics();
+        assert_eq!((after.batch_gets - before.batch_gets, after.writes - before.writes), (1, 2), "one read, one put per bucket");
+    }
+}
+
+api_test! {
     /// A million a second through the limiter itself: a burst takes the
     /// million and no more, and a millisecond refills a thousand.
     async fn a_million_a_second_is_a_million(app) {

@@ -221,7 +221,7 @@ impl Limiter {
 
     /// `back` was not given (no lease was written): the lease it came from
     /// holds its requests again, if no other replaced it meanwhile.
-    fn keep_back(&self, key: &Key, back: Back) {
+    pub(super) fn keep_back(&self, key: &Key, back: Back) {
         let mut leases = self.local.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(lease) = leases
             .get_mut(key)
