@@ -60,16 +60,21 @@ const REWRITTEN: [(u16, &str, &str); 3] = [
 /// The API's answer in place of hyper's, when `head` is one of hyper's own
 /// (an error status with an empty body: the API's errors always have one).
 fn rewrite(head: &[u8]) -> Option<Vec<u8>> {
-    let text = std::str::from_utf8(head).ok()?;
+    // The status first, on the bytes: every answer's writes pass here, and
+    // only three statuses can be hyper's own.
+    let code = head.strip_prefix(b"HTTP/1.1 ")?.get(..4)?;
+    let (status, error, message) = REWRITTEN.into_iter().find(|(status, ..)| {
+        let digits = [status / 100, status / 10 % 10, status % 10].map(|d| b'0' + d as u8);
+        code[..3] == digits && code[3] == b' '
+    })?;
+    let end = head.windows(4).position(|w| w == b"\r\n\r\n")? + 2;
+    let text = std::str::from_utf8(&head[..end]).ok()?;
     if !text
         .to_ascii_lowercase()
         .contains("\r\ncontent-length: 0\r\n")
     {
         return None;
     }
-    let (status, error, message) = REWRITTEN
-        .into_iter()
-        .find(|(status, ..)| text.starts_with(&format!("HTTP/1.1 {status} ")))?;
     let request_id = shared::ids::new_ulid();
     tracing::info!(request_id = %request_id, route = "unread", status, "request");
     let body = serde_json::json!({
@@ -124,6 +129,26 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Shaped<T> {
             return Poll::Ready(Ok(buf.len()));
         }
         Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    /// Vectored, as the socket is: hyper then writes an answer's head and
+    /// body without first copying them into one buffer.
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        ready!(self.drain(cx))?;
+        if let Some(answer) = bufs.iter().find(|b| !b.is_empty()).and_then(|b| rewrite(b)) {
+            self.pending = answer;
+            let _ = self.drain(cx)?;
+            return Poll::Ready(Ok(bufs.iter().map(|b| b.len()).sum()));
+        }
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

@@ -310,14 +310,16 @@ impl Limiter {
                 // An eventually consistent read may not show this instance's
                 // last write yet: the bucket stands at least there (while
                 // that write is recent: an item past its TTL is gone).
-                // An item older than this instance's write is such a read
-                // whatever its age.
-                let seen = want.miss.seen;
-                let recent = seen.filter(|seen| now < seen.tat + policy.window_us());
-                let stored = match (found, seen, recent) {
-                    (Some(found), Some(seen), _) if seen.version > found.version => Some(seen),
-                    (None, _, Some(seen)) => Some(seen),
-                    (found, ..) => found,
+                // (Not an older one: its item may have lapsed by its TTL and
+                // been made anew by another instance, from version 1.)
+                let seen = want
+                    .miss
+                    .seen
+                    .filter(|seen| now < seen.tat + policy.window_us());
+                let stored = match (found, seen) {
+                    (Some(found), Some(seen)) if seen.version > found.version => Some(seen),
+                    (None, Some(seen)) => Some(seen),
+                    (found, _) => found,
                 };
                 let credit = want.miss.back.map_or(0, |back| back.credit(stored, now));
                 let base = (stored.map_or(now, |stored| stored.tat) - credit).max(now);

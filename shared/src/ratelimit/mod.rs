@@ -509,7 +509,7 @@ impl Limiter {
         // lease from each, all but one failing its condition: a GET of
         // `crm serve` cost 10 µs more CPU with the limiter than without).
         let mut waits = 0;
-        let (mut taken, held, wants, _claim) = loop {
+        let (mut taken, held, wants, claim) = loop {
             self.settle(&[&buckets[0].1, &buckets[1].1]).await;
             let now = now_us();
             let mut taken: [Option<Taken>; 2] = [None, None];
@@ -553,6 +553,15 @@ impl Limiter {
             }
         };
         if !wants.is_empty() {
+            // Sent on only by the claim's holder: requests leasing side by
+            // side (waited too long) each wait for their put.
+            let how = match &claim {
+                Some(_) => how,
+                None => How {
+                    send_on: None,
+                    ..how
+                },
+            };
             let (at, wants): (Vec<usize>, Vec<lease::Want>) = wants.into_iter().unzip();
             match self
                 .lease(store, ws, &wants, defaults, (cost, already), how)
