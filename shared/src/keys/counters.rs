@@ -32,8 +32,13 @@ impl Counter {
 
     /// The shard a write moves: one at random.
     pub fn any_shard(&self) -> Key {
-        let shard = rand::random::<u32>() as usize % self.written.len();
-        self.written[shard].clone()
+        self.shard(rand::random::<u32>())
+    }
+
+    /// The shard that `pick` (any number) names: writes that pick alike move
+    /// one shard, and add up into one write where they share a commit.
+    pub fn shard(&self, pick: u32) -> Key {
+        self.written[pick as usize % self.written.len()].clone()
     }
 }
 

@@ -40,6 +40,8 @@ pub enum Outcome {
 /// waiting at a commit), and the commits waiting.
 pub struct Sharing {
     state: Mutex<State>,
+    /// The wave's pick of counter shards ([`pick`]).
+    pick: u32,
 }
 
 struct State {
@@ -70,6 +72,7 @@ impl Sharing {
                 running: operations,
                 waiting: Vec::new(),
             }),
+            pick: rand::random(),
         })
     }
 
@@ -102,6 +105,12 @@ impl Sharing {
         ready.sort_by_key(|w| w.order);
         ready
     }
+}
+
+/// The shard pick of the wave this task's operation belongs to: its
+/// counters' moves go to one shard each.
+pub(super) fn pick() -> Option<u32> {
+    SHARING.try_with(|(sharing, _)| sharing.pick).ok()
 }
 
 /// Whether this task's operation is one of a wave.
