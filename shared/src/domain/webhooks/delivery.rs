@@ -361,11 +361,13 @@ pub async fn deliver(
             None => None,
         };
         if let Some((reason, disable)) = refused {
-            delivery.stop(DeliveryStatus::Failed, Some(reason.clone()));
+            // The endpoint first: whoever reads the delivery failed for its
+            // owner's lapse finds the endpoint disabled already.
+            if disable {
+                endpoints::disable(store, &webhook, reason.clone()).await?;
+            }
+            delivery.stop(DeliveryStatus::Failed, Some(reason));
             if save(store, &mut delivery, Some(read_version)).await? {
-                if disable {
-                    endpoints::disable(store, &webhook, reason).await?;
-                }
                 return Ok(());
             }
             raced = Some(lease);
