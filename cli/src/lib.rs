@@ -22,6 +22,7 @@ pub fn groups() -> Vec<Group> {
         reports::group(),
         campaigns::group(),
         api_docs::group(),
+        mcp::group(),
     ]
 }
 
@@ -31,9 +32,9 @@ pub fn openapi() -> String {
     serde_json::to_string_pretty(&document).expect("a document is JSON")
 }
 
-/// Every route of every group on one Router.
+/// Every route of every group on one Router; `/mcp`'s tools relay to all of them.
 pub fn app(state: AppState) -> axum::Router {
-    http::app(state, groups())
+    http::app(state.with_relay(groups), groups())
 }
 
 /// Whether a JSON string is a time as the API writes it (`2026-11-22T18:00:00.000Z`).

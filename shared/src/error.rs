@@ -184,6 +184,13 @@ impl IntoResponse for ApiError {
         {
             response.headers_mut().insert("x-accepted-scopes", scopes);
         }
+        // RFC 6750: a 401 says how to authenticate (MCP clients read it).
+        if self.status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"crm\""),
+            );
+        }
         response
     }
 }

@@ -65,6 +65,14 @@ pub async fn app(group: Group) -> axum::Router {
     http::app(state, vec![group])
 }
 
+/// The Router of a group whose routes relay requests through the app of
+/// `groups` ([`AppState::with_relay`]): the MCP function.
+pub async fn relaying_app(group: Group, groups: fn() -> Vec<Group>) -> axum::Router {
+    init_logs();
+    let state = state().await.with_relay(groups);
+    http::app(state, vec![group])
+}
+
 /// With `CRM_WARM_UP=1`: one GetItem of a key that is never written, during
 /// init, so the connection (TCP, TLS), the credentials and the SDK's
 /// first-request work are paid before the first request rather than by it.

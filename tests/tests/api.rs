@@ -30,6 +30,7 @@ mod layers;
 mod limits;
 mod load;
 mod maxima;
+mod mcp;
 mod merge;
 mod once;
 mod openapi;

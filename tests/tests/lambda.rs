@@ -11,11 +11,16 @@ use shared::http::{AppState, Group};
 
 /// Sends an event file through the adapter to a function made of one group.
 async fn invoke(app: &TestApp, group: Group, event_file: &str) -> Value {
+    invoke_on(AppState::new(app.store.clone()), group, event_file).await
+}
+
+/// [`invoke`] on `state`.
+async fn invoke_on(state: AppState, group: Group, event_file: &str) -> Value {
     let path = format!("{}/../events/{event_file}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let text = text.replace("crm_REPLACE_WITH_YOUR_TOKEN", ADMIN_TOKEN);
     let request: LambdaRequest = serde_json::from_str(&text).expect("an API Gateway v2 event");
-    let router = shared::http::app(AppState::new(app.store.clone()), vec![group]);
+    let router = shared::http::app(state, vec![group]);
     let mut adapter = Adapter::from(router);
     let response = adapter
         .call(LambdaEvent::new(request, Context::default()))
@@ -77,5 +82,17 @@ api_test! {
         let response = invoke(&app, deals::group(), "deals-list.json").await;
         assert_eq!(response["statusCode"], 200, "{response}");
         assert_eq!(body(&response)["totalCount"], 0);
+    }
+}
+
+api_test! {
+    /// The MCP function relays its tools through the groups linked into it
+    /// (`shared::lambda::relaying_app`), as `mcp`'s `main.rs` wires it.
+    async fn the_mcp_function_lists_its_tools(app) {
+        let state = AppState::new(app.store.clone()).with_relay(::mcp::tool_groups);
+        let response = invoke_on(state, ::mcp::group(), "mcp-tools-list.json").await;
+        assert_eq!(response["statusCode"], 200, "{response}");
+        let tools = body(&response)["result"]["tools"].as_array().unwrap().len();
+        assert_eq!(tools, ::mcp::tools::TOOLS.len());
     }
 }

@@ -47,6 +47,10 @@ export const FUNCTIONS: FunctionSpec[] = [
     actions: [...READ, ...WRITE],
   },
   { binary: 'api-docs', description: '/openapi.json, /docs', actions: [] },
+  {
+    binary: 'mcp', description: 'POST /mcp: tools for AI agents over the contacts, deals, tags, reports and events routes',
+    actions: [...READ, ...BATCH, ...WRITE], index: true, timeout: 12,
+  },
   { binary: 'api-tokens', description: '/v3/api-tokens', actions: [...READ, ...WRITE] },
   {
     binary: 'workspaces', description: '/v3/workspaces (info, welcome messages, checkout links, churn reasons, operators)',

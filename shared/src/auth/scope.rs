@@ -221,6 +221,10 @@ pub enum Need {
     Token,
     /// A token holding this scope or one that grants it.
     Scope(Scope),
+    /// A route that reads no token itself and relays requests that are
+    /// guarded as any other (the MCP endpoint): a token is checked, scoped
+    /// and charged once per relayed request, never for the envelope.
+    Relayed,
 }
 
 impl Need {

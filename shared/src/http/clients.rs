@@ -212,6 +212,15 @@ pub(super) fn declare_headers(operation: &mut Value, method: &axum::http::Method
                 }),
             );
         }
+        if status == "401" {
+            headers.insert(
+                "WWW-Authenticate".into(),
+                json!({
+                    "description": "`Bearer realm=\"crm\"` (RFC 6750): the token to send.",
+                    "schema": { "type": "string" },
+                }),
+            );
+        }
         if status == "default" || status == "409" || status == "429" || status == "503" {
             headers.insert(
                 "Retry-After".into(),

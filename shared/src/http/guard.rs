@@ -21,25 +21,35 @@ use crate::store::SharedStore;
 /// [`Caller::authenticate`]); a token without the scope is answered by
 /// [`limited`], within its rate limits. The caller is left in the request's
 /// extensions for the handler.
-pub(super) async fn authenticate(
-    state: &AppState,
-    req: &mut Request,
-) -> Result<Option<Caller>, ApiError> {
+pub(super) async fn authenticate(state: &AppState, req: &mut Request) -> Result<Guarded, ApiError> {
     let Some(path) = req.extensions().get::<MatchedPath>() else {
-        return Ok(None); // no route: the fallback's 404
+        return Ok(Guarded::Public); // no route: the fallback's 404
     };
     let need = state
         .need_of(req.method(), path.as_str())
         .unwrap_or(Need::Scope(Scope::Admin)); // undeclared: closed
-    if need == Need::Public {
-        return Ok(None);
+    match need {
+        Need::Public => return Ok(Guarded::Public),
+        Need::Relayed => return Ok(Guarded::Relayed),
+        Need::Token | Need::Scope(_) => {}
     }
     let reads_only = matches!(*req.method(), Method::GET | Method::HEAD);
     let caller =
         Caller::authenticate_counted(req.headers(), reads_only, state.ungated.clone(), need)
             .await?;
     req.extensions_mut().insert(caller.clone());
-    Ok(Some(caller))
+    Ok(Guarded::Caller(caller))
+}
+
+/// What [`authenticate`] found a request to be.
+pub(super) enum Guarded {
+    /// A caller, checked as its route needs: served within its rate limits.
+    Caller(Caller),
+    /// A route that needs nothing (or no route).
+    Public,
+    /// A route whose requests are relayed through the guarded app
+    /// ([`Need::Relayed`]): neither a token nor an `Idempotency-Key` of its own.
+    Relayed,
 }
 
 /// Serves an authenticated request within its rate limits: a change takes

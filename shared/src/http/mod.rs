@@ -98,6 +98,15 @@ pub struct StateFields {
     pub limiter: Arc<crate::ratelimit::Limiter>,
     /// What each route needs of its caller, by method and path ([`app`] fills it).
     needs: Arc<HashMap<(Method, &'static str), Need>>,
+    /// The app that [`Need::Relayed`] routes send their requests through.
+    relay: Option<Arc<Relay>>,
+}
+
+/// The guarded app of some groups, built on first use from the state that
+/// holds it (without a relay of its own: no cycle of references).
+pub struct Relay {
+    groups: fn() -> Vec<Group>,
+    app: std::sync::OnceLock<Router>,
 }
 
 impl AppState {
@@ -111,7 +120,35 @@ impl AppState {
             webhooks: Arc::new(crate::outbound::Settings::from_env()),
             limiter: Arc::new(crate::ratelimit::Limiter::from_env()),
             needs: Arc::default(),
+            relay: None,
         }))
+    }
+
+    /// Routes that relay ([`Need::Relayed`]) send their requests through
+    /// the app of `groups` on this state: guarded, scoped, rate-limited and
+    /// keyed exactly as they would be if the caller sent them.
+    pub fn with_relay(mut self, groups: fn() -> Vec<Group>) -> Self {
+        self.relay = Some(Arc::new(Relay {
+            groups,
+            app: std::sync::OnceLock::new(),
+        }));
+        self
+    }
+
+    /// The app relayed requests go through, or a 503 where none is set.
+    pub fn relay(&self) -> Result<Router, ApiError> {
+        let relay = self
+            .relay
+            .as_ref()
+            .ok_or_else(|| ApiError::unavailable("this function relays to no routes"))?;
+        Ok(relay
+            .app
+            .get_or_init(|| {
+                let mut inner = self.clone();
+                inner.relay = None;
+                app(inner, (relay.groups)())
+            })
+            .clone())
     }
 
     /// What the route at `method path` (a route's path, `{id}` and all) needs.
@@ -206,8 +243,11 @@ async fn around(State(served): State<Served>, req: Request, next: Next) -> Respo
     let serve = Box::pin(async {
         let response = match bounds::limits(req).await {
             Ok(mut req) => match guard::authenticate(&served.state, &mut req).await {
-                Ok(Some(caller)) => guard::limited(served, caller, req, next).await,
-                Ok(None) => idempotent::idempotent(served, req, next).await,
+                Ok(guard::Guarded::Caller(caller)) => {
+                    guard::limited(served, caller, req, next).await
+                }
+                Ok(guard::Guarded::Public) => idempotent::idempotent(served, req, next).await,
+                Ok(guard::Guarded::Relayed) => next.run(req).await,
                 Err(refused) => refused.into_response(),
             },
             Err(refused) => refused,

@@ -77,7 +77,7 @@ pub fn document(groups: &[Group]) -> Value {
                         "A request refused before the route: 414 target too long, 413 body too large",
                     )));
                 }
-                if route.method == axum::http::Method::POST {
+                if route.method == axum::http::Method::POST && route.need != Some(Need::Relayed) {
                     idempotency_key(&mut operation);
                 }
                 if route.extension {
