@@ -207,7 +207,9 @@ api_test!(
         response.expect_error(401);
         assert!(www.is_some_and(|v| v.to_str().unwrap().starts_with("Bearer")));
         // A token that does not hold: 401 on initialize, not a tool result.
-        rpc(&app, "crm_not_a_token_0123456789abcdef", "initialize", json!({})).await.expect_error(401);
+        for method in ["initialize", "ping", "tools/list"] {
+            rpc(&app, "crm_not_a_token_0123456789abcdef", method, json!({})).await.expect_error(401);
+        }
         // No stream here.
         let response = app.send(Method::GET, "/mcp", Some(ADMIN_TOKEN), None).await;
         assert_eq!(response.headers.get("allow").unwrap(), "POST");
@@ -247,5 +249,75 @@ api_test!(
             .body(Body::from(message.to_string()))
             .unwrap();
         app.raw(plain).await.expect_error(415);
+    }
+);
+
+api_test!(
+    /// The robustness sweep of the tools: every argument of every tool, of
+    /// every odd kind (an id that tries to walk to another route among
+    /// them), is answered with a tool result or a JSON-RPC error, never a
+    /// 500, never a request elsewhere.
+    async fn every_tool_answers_odd_arguments_without_a_500(app) {
+        let odd = [json!(null), json!(true), json!(-1), json!("../../v3/workspaces/info"), json!("1?limit=1"), json!([{}]), json!({})];
+        for tool in ::mcp::tools::TOOLS {
+            let described = ::mcp::tools::describe(tool);
+            let names: Vec<String> = described["inputSchema"]["properties"].as_object().unwrap().keys().cloned().collect();
+            for arguments in [json!(null), json!([]), json!("text"), json!({})] {
+                let body = rpc(&app, ADMIN_TOKEN, "tools/call", json!({ "name": tool.name, "arguments": arguments })).await.expect(200);
+                assert!(body["result"]["isError"].is_boolean() || body["error"]["code"].is_i64(), "{} {arguments}: {body}", tool.name);
+            }
+            for name in &names {
+                for value in &odd {
+                    let arguments = json!({ name.as_str(): value });
+                    let body = rpc(&app, ADMIN_TOKEN, "tools/call", json!({ "name": tool.name, "arguments": arguments })).await.expect(200);
+                    let result = &body["result"];
+                    assert!(result["isError"].is_boolean(), "{} {arguments}: {body}", tool.name);
+                    if name == "id" && value.is_string() {
+                        assert_eq!(result["isError"], true, "{} {arguments}: {body}", tool.name);
+                    }
+                }
+            }
+        }
+    }
+);
+
+api_test!(
+    /// A refused write gives its key back, through a batch-relayed tool too
+    /// (its batch answers 207 and wrote nothing): the corrected retry with
+    /// the same key runs, and is then answered again.
+    async fn a_refused_keyed_update_can_be_corrected_with_the_same_key(app) {
+        let contact = app.a_contact().await;
+        let deal = app.post("/v3/deals", a_deal(contact)).await.expect(201);
+        let id: u64 = deal["id"].as_str().unwrap().parse().unwrap();
+        let refused = call(&app, ADMIN_TOKEN, "update_deal", json!({ "id": id, "value": "lots", "idempotencyKey": "fix-1" })).await;
+        assert_eq!(refused["isError"], true, "{refused}");
+        let corrected = call(&app, ADMIN_TOKEN, "update_deal", json!({ "id": id, "value": 42, "idempotencyKey": "fix-1" })).await;
+        assert_eq!(corrected["isError"], false, "{corrected}");
+        assert_eq!(corrected["structuredContent"]["value"], 42.0);
+        let again = call(&app, ADMIN_TOKEN, "update_deal", json!({ "id": id, "value": 42, "idempotencyKey": "fix-1" })).await;
+        assert!(text(&again).contains("a retry"), "{again}");
+    }
+);
+
+api_test!(
+    /// `search_deals` sees every deal unless it names a user, and a
+    /// session's text id is one path segment, never a way to another route.
+    async fn deal_search_and_session_ids_mean_what_they_say(app) {
+        let contact = app.a_contact().await;
+        app.post("/v3/deals", a_deal(contact)).await.expect(201);
+        let all = call(&app, ADMIN_TOKEN, "search_deals", json!({ "isOwner": null })).await;
+        assert_eq!(all["structuredContent"]["totalCount"], 1, "{all}");
+        let theirs = call(&app, ADMIN_TOKEN, "search_deals", json!({ "userId": 99 })).await;
+        assert_eq!(theirs["isError"], false, "{theirs}");
+        assert_eq!(theirs["structuredContent"]["data"], json!([]), "user 99 sees none of operator 7's deals: {theirs}");
+        for id in ["../../v3/workspaces/info", "a b", "é", ".."] {
+            let result = call(&app, ADMIN_TOKEN, "get_session", json!({ "id": id })).await;
+            assert_eq!(result["isError"], true, "{id}: {result}");
+            assert!(!text(&result).contains("workspaceId"), "{id}: {result}");
+        }
+        // A null id is not a notification: it is refused.
+        app.send(Method::POST, "/mcp", Some(ADMIN_TOKEN), Some(json!({ "jsonrpc": "2.0", "id": null, "method": "ping" })))
+            .await
+            .expect_field_error("id");
     }
 );

@@ -24,14 +24,20 @@ use shared::http::AppState;
 pub struct JsonRpcRequest {
     /// Exactly `"2.0"`.
     pub jsonrpc: String,
-    /// A string or an integer; absent in a notification.
-    #[serde(default)]
+    /// A string or an integer; absent in a notification (never `null`).
+    #[serde(default, deserialize_with = "present")]
     #[schemars(with = "Option<RpcId>")]
     pub id: Option<Value>,
     /// `initialize`, `ping`, `tools/list`, `tools/call`, `notifications/...`.
     pub method: String,
     #[serde(default)]
     pub params: Option<Map<String, Value>>,
+}
+
+/// A member that is there, `null` included (`null` is not "absent": an id
+/// of `null` is refused, not taken for a notification).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
 }
 
 /// A request's id, as JSON-RPC allows it here.
@@ -99,9 +105,11 @@ pub struct Envelope {
     pub authorization: String,
 }
 
-/// The origins allowed to call from a browser (`CRM_MCP_ALLOWED_ORIGINS`,
-/// comma-separated; none by default): a page elsewhere must not drive a
-/// local server with the user's token (the transport's DNS-rebinding rule).
+/// The `Origin`s accepted (`CRM_MCP_ALLOWED_ORIGINS`, comma-separated; none
+/// by default): a page elsewhere must not drive a local server with the
+/// user's token (the transport's DNS-rebinding rule). There is no CORS: a
+/// listed origin serves same-origin pages; clients that are not browsers
+/// send no `Origin`.
 static ORIGINS: LazyLock<Vec<String>> = LazyLock::new(|| {
     std::env::var("CRM_MCP_ALLOWED_ORIGINS")
         .unwrap_or_default()

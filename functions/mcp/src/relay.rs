@@ -7,7 +7,7 @@ use axum::http::{HeaderMap, Method, Request, StatusCode, header};
 use serde_json::Value;
 use shared::ApiError;
 use shared::auth::Scope;
-use shared::http::{AppState, BODY_LIMIT};
+use shared::http::AppState;
 use tower::ServiceExt;
 
 pub struct Relayed {
@@ -54,21 +54,36 @@ impl Relayed {
         if let Some(id) = shared::context::request_id() {
             request = request.header("x-request-id", id);
         }
-        let request = request
-            .body(body.map_or_else(Body::empty, Body::from))
-            .map_err(|e| ApiError::bad_request(format!("a tool's request: {e}")))?;
+        let Ok(request) = request.body(body.map_or_else(Body::empty, Body::from)) else {
+            return Ok(Reply::refusal(
+                StatusCode::BAD_REQUEST,
+                "the arguments do not make a request: an id or a value that is not text",
+            ));
+        };
         let response = match self.state.relay()?.oneshot(request).await {
             Ok(response) => response,
             Err(never) => match never {},
         };
         let (parts, body) = response.into_parts();
-        let bytes = to_bytes(body, BODY_LIMIT * 8)
-            .await
-            .map_err(ApiError::internal)?;
-        let body = if bytes.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_slice(&bytes).map_err(ApiError::internal)?
+        // An answer too large for an agent (or a Lambda's 6 MB) is its
+        // refusal, not a 500: it asks for less.
+        let Ok(bytes) = to_bytes(body, MAX_ANSWER).await else {
+            return Ok(Reply::refusal(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "the answer is larger than 2 MB: ask for fewer records (`limit`)",
+            ));
+        };
+        let body = match bytes.is_empty() {
+            true => Value::Null,
+            false => match serde_json::from_slice(&bytes) {
+                Ok(body) => body,
+                Err(_) => {
+                    return Ok(Reply::refusal(
+                        StatusCode::BAD_GATEWAY,
+                        "the route answered something other than JSON",
+                    ));
+                }
+            },
         };
         Ok(Reply {
             status: parts.status,
@@ -95,7 +110,20 @@ impl Relayed {
     }
 }
 
+/// The largest answer a tool passes on (sent twice: as text and as
+/// `structuredContent`).
+const MAX_ANSWER: usize = 2 * 1024 * 1024;
+
 impl Reply {
+    /// A refusal of this relay's own, in the API's error shape.
+    pub fn refusal(status: StatusCode, message: &str) -> Self {
+        Self {
+            status,
+            headers: HeaderMap::new(),
+            body: serde_json::json!({ "message": message }),
+        }
+    }
+
     /// The relayed error as this request's own.
     pub fn error(&self) -> ApiError {
         let message = self.body["message"]

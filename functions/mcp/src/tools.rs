@@ -37,11 +37,12 @@ pub struct Tool {
 
 /// How a tool runs as a request of the API.
 pub enum Via {
-    /// `GET path`: `{id}` from the `id` argument, the others as the query
-    /// (lists as repeated names), with `defaults` for those not given.
+    /// `GET path`: `{id}` (a number) or `{key}` (text) from the `id`
+    /// argument, the others as the query (lists as repeated names), after
+    /// `defaults` filled in what was not given.
     Get {
         path: &'static str,
-        defaults: &'static [(&'static str, &'static str)],
+        defaults: fn(&mut Map<String, Value>),
     },
     /// `POST path` with the arguments as its body.
     Post(&'static str),
@@ -74,7 +75,7 @@ pub static TOOLS: &[Tool] = &[
         output: || schema::<ListPage<ContactV3>>(),
         via: Via::Get {
             path: "/v3/contacts",
-            defaults: &[],
+            defaults: given,
         },
     },
     Tool {
@@ -93,7 +94,7 @@ pub static TOOLS: &[Tool] = &[
         output: || schema::<ContactV3>(),
         via: Via::Get {
             path: "/v3/contacts/{id}",
-            defaults: &[],
+            defaults: given,
         },
     },
     Tool {
@@ -152,14 +153,14 @@ pub static TOOLS: &[Tool] = &[
     Tool {
         name: "search_deals",
         title: "Search deals",
-        description: "Find deals of the pipeline: by `stageId`, `status` (`open`, `won`, `lost`), `pipelineId`, `contactId`, `tagId`, dates. Every deal is seen unless you pass `isOwner`/`userId`/`roleId` to see one user's. Answers a page (`data`, `totalCount`); page on with `offset`.",
+        description: "Find deals of the pipeline: by `stageId`, `status` (`open`, `won`, `lost`), `pipelineId`, `contactId`, `tagId`, dates. Every deal is seen unless you pass `userId` (with `roleId`, and `isOwner: true` for an owner, who sees all) to see what one user sees. Answers a page (`data`, `totalCount`); page on with `offset`.",
         scope: Scope::Read(Resource::Deals),
         hints: READ,
         input: || optional(schema::<DealQuery>(), &["roleId", "isOwner", "userId"]),
         output: || schema::<ListPage<DealView>>(),
         via: Via::Get {
             path: "/v3/deals",
-            defaults: &[("isOwner", "true"), ("roleId", "0"), ("userId", "0")],
+            defaults: every_deal_unless_a_user,
         },
     },
     Tool {
@@ -178,7 +179,7 @@ pub static TOOLS: &[Tool] = &[
         output: || schema::<DealView>(),
         via: Via::Get {
             path: "/v3/deals/{id}",
-            defaults: &[],
+            defaults: given,
         },
     },
     Tool {
@@ -278,7 +279,7 @@ pub static TOOLS: &[Tool] = &[
         title: "Tag a deal",
         description: "Adds the tags `add` to the deal `id` and removes the tags `remove` (tag ids: see `list_tags`, or make one with `create_tag`). Answers the deal.",
         scope: Scope::Write(Resource::Deals),
-        hints: (false, false, true),
+        hints: UPDATE, // `remove` takes tags off
         input: || {
             let ids = json!({ "type": "array", "items": { "type": "integer", "minimum": 0 }, "maxItems": 20 });
             let schema = json!({ "type": "object", "properties": {} });
@@ -309,7 +310,7 @@ pub static TOOLS: &[Tool] = &[
         output: || schema::<ListPage<TagV3>>(),
         via: Via::Get {
             path: "/v3/tags",
-            defaults: &[],
+            defaults: given,
         },
     },
     Tool {
@@ -332,7 +333,7 @@ pub static TOOLS: &[Tool] = &[
         output: || schema::<SessionList>(),
         via: Via::Get {
             path: "/v3/reports/sessions",
-            defaults: &[],
+            defaults: given,
         },
     },
     Tool {
@@ -350,8 +351,8 @@ pub static TOOLS: &[Tool] = &[
         },
         output: || schema::<Session>(),
         via: Via::Get {
-            path: "/v3/reports/sessions/{id}",
-            defaults: &[],
+            path: "/v3/reports/sessions/{key}",
+            defaults: given,
         },
     },
     Tool {
@@ -364,7 +365,7 @@ pub static TOOLS: &[Tool] = &[
         output: || schema::<EventPage>(),
         via: Via::Get {
             path: "/v3/events",
-            defaults: &[],
+            defaults: given,
         },
     },
 ];
@@ -443,15 +444,12 @@ async fn run(
     let key = key.as_deref();
     match &tool.via {
         Via::Get { path, defaults } => {
+            arguments.retain(|_, value| !value.is_null()); // absent, as a query has it
             let path = match fill_id(path, &mut arguments) {
                 Ok(path) => path,
                 Err(problem) => return Ok(Err(problem)),
             };
-            for (name, value) in *defaults {
-                arguments
-                    .entry(*name)
-                    .or_insert_with(|| Value::String((*value).to_owned()));
-            }
+            defaults(&mut arguments);
             let target = match query(&arguments) {
                 Ok(query) if query.is_empty() => path,
                 Ok(query) => format!("{path}?{query}"),
@@ -532,17 +530,56 @@ async fn run(
     }
 }
 
-/// `path` with `{id}` replaced by the `id` argument (taken out of them).
-fn fill_id(path: &str, arguments: &mut Map<String, Value>) -> Result<String, String> {
-    if !path.contains("{id}") {
-        return Ok(path.to_owned());
+/// No defaults: the query as given.
+fn given(_: &mut Map<String, Value>) {}
+
+/// `GET /v3/deals` requires `roleId`, `isOwner` and `userId` (the spec's):
+/// an agent that names no user sees every deal (as an owner); one that
+/// names a user sees what that user sees.
+fn every_deal_unless_a_user(arguments: &mut Map<String, Value>) {
+    let named = ["roleId", "isOwner", "userId"]
+        .iter()
+        .any(|name| arguments.contains_key(*name));
+    for (name, value) in [
+        ("isOwner", json!(!named)),
+        ("roleId", json!(0)),
+        ("userId", json!(0)),
+    ] {
+        arguments.entry(name).or_insert(value);
     }
-    let id = match arguments.remove("id") {
-        Some(Value::Number(n)) if n.is_u64() => n.to_string(),
-        Some(Value::String(s)) if !s.is_empty() && !s.contains(['/', '?', '#', '%']) => s,
-        _ => return Err("id: the record's id is required".into()),
-    };
-    Ok(path.replace("{id}", &id))
+}
+
+/// `path` with its `{id}` (a number) or `{key}` (text, one path segment)
+/// filled from the `id` argument, taken out of them.
+fn fill_id(path: &str, arguments: &mut Map<String, Value>) -> Result<String, String> {
+    if path.contains("{id}") {
+        return match arguments.remove("id") {
+            Some(Value::Number(n)) if n.is_u64() => Ok(path.replace("{id}", &n.to_string())),
+            _ => Err("id: the record's id, a number, is required".into()),
+        };
+    }
+    if path.contains("{key}") {
+        return match arguments.remove("id") {
+            Some(Value::String(key)) if !key.is_empty() && key != "." && key != ".." => {
+                Ok(path.replace("{key}", &segment(&key)))
+            }
+            _ => Err("id: the record's id, a string, is required".into()),
+        };
+    }
+    Ok(path.to_owned())
+}
+
+/// `text` as one path segment: every byte but the unreserved percent-encoded.
+fn segment(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
 }
 
 /// The arguments as a query: lists as repeated names.
@@ -580,7 +617,14 @@ fn unwrap_batch(mut reply: Reply) -> Reply {
     if !reply.status.is_success() {
         return reply;
     }
-    let result = reply.body["results"][0].take();
+    let Some(result) = reply
+        .body
+        .get_mut("results")
+        .and_then(|results| results.get_mut(0))
+        .map(Value::take)
+    else {
+        return reply;
+    };
     let status = result["status"]
         .as_u64()
         .and_then(|s| u16::try_from(s).ok())

@@ -142,6 +142,7 @@ pub fn stopped() -> ApiError {
 /// | its last commit's outcome is unknown | done, to be read back, if that commit landed; as if it never ran, if not |
 /// | wrote nothing, succeeded | done, with the answer |
 /// | wrote nothing, failed (or its answer does not fit) | gone: the key runs again |
+/// | wrote nothing, a batch's 207 (an operation failed, none wrote) | gone: the key runs again |
 pub async fn finish(
     store: &dyn Store,
     claim: &Claim,
@@ -164,7 +165,7 @@ pub async fn finish(
     let applied = current.state != State::Running;
     let settled = if let Some(unsure) = unsure {
         settle(store, &current, &unsure).await
-    } else if applied || (200..300).contains(&status) && body.is_some() {
+    } else if applied || (200..300).contains(&status) && status != 207 && body.is_some() {
         let done = match body {
             Some((sealed, marks)) => IdempotencyRecord {
                 status: Some(status),
