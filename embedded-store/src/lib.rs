@@ -32,6 +32,7 @@ mod migrate;
 pub mod partitions;
 mod purge;
 mod read;
+mod txn;
 mod write;
 
 use std::fs::File;
@@ -58,6 +59,9 @@ const INDEXES: TableDefinition<&[u8], &[u8]> = TableDefinition::new("indexes");
 
 /// The engine file in the folder.
 pub const DATA_FILE: &str = "crm-store.redb";
+
+/// The JSON-lines log of the store before it moved onto redb, migrated on open.
+const LOG_FILE: &str = "crm-store.jsonl";
 /// Memory the engine may use for its page cache, whatever the data's size.
 const CACHE_BYTES: usize = 64 * 1024 * 1024;
 
@@ -171,7 +175,7 @@ impl EmbeddedStore {
         on_disk: bool,
         dir: Option<PathBuf>,
     ) -> Result<Self, StoreError> {
-        write::create_tables(&db, on_disk)?;
+        txn::create_tables(&db, on_disk)?;
         let db = purge::engine_of(db);
         let index_defs = Arc::new(indexes.to_vec());
         let metrics = Arc::new(Metrics::default());

@@ -24,10 +24,10 @@ use serde_json::Value;
 use shared::store::{Index, Item, Key, StoreError};
 
 use super::codec::item_key;
-use super::write::{Tables, begin, create_tables};
-use super::{DATA_FILE, INDEXES, ITEMS, engine};
+use super::txn::{begin, create_tables};
+use super::write::Tables;
+use super::{DATA_FILE, INDEXES, ITEMS, LOG_FILE, engine};
 
-pub const LOG_FILE: &str = "crm-store.jsonl";
 const LINES_PER_COMMIT: usize = 10_000;
 
 pub(super) fn from_json_lines(dir: &Path, indexes: &[Index]) -> std::io::Result<()> {

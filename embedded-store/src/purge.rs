@@ -25,9 +25,8 @@ use std::sync::{Arc, PoisonError, RwLock};
 use redb::{Database, ReadableDatabase, ReadableTable};
 use shared::store::StoreError;
 
-use super::migrate::LOG_FILE;
-use super::write::begin;
-use super::{CACHE_BYTES, DATA_FILE, INDEXES, ITEMS, engine};
+use super::txn::begin;
+use super::{CACHE_BYTES, DATA_FILE, INDEXES, ITEMS, LOG_FILE, engine};
 
 /// The file a purge writes, renamed over [`DATA_FILE`] once durable.
 pub const PURGING: &str = "crm-store.redb.purging";

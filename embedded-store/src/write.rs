@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc as sync_mpsc;
 
-use redb::{Database, Durability, ReadableTable, Table};
+use redb::{Database, ReadableTable, Table};
 use serde_json::Value;
 use shared::store::*;
 use tokio::sync::oneshot;
@@ -23,6 +23,7 @@ use tokio::sync::oneshot;
 use super::cache::Cache;
 use super::codec::{from_bytes, index_key, item_key, to_bytes, write_units};
 use super::purge::{self, Engine};
+use super::txn::begin;
 use super::{INDEXES, ITEMS, engine};
 
 /// Requests committed together at most.
@@ -122,27 +123,6 @@ fn prepared(defs: &[Index], write: Write) -> Result<Prepared, StoreError> {
         key,
         op,
     })
-}
-
-/// A write transaction as every one of this store's: durable when it
-/// commits, and on disk keeping the engine's allocator state (redb's quick
-/// repair), so that opening after a crash reads the commit slots rather
-/// than the whole file: start-up stays constant with the data. Every commit
-/// must: the open after a crash repairs in full unless the last commit kept
-/// that state. (In memory there is nothing to repair.)
-pub(super) fn begin(db: &Database, on_disk: bool) -> Result<redb::WriteTransaction, StoreError> {
-    let mut txn = db.begin_write().map_err(engine)?;
-    txn.set_durability(Durability::Immediate).map_err(engine)?;
-    txn.set_quick_repair(on_disk);
-    Ok(txn)
-}
-
-/// Every table exists from the start, so a read never meets a missing one.
-pub(super) fn create_tables(db: &Database, on_disk: bool) -> Result<(), StoreError> {
-    let txn = begin(db, on_disk)?;
-    txn.open_table(ITEMS).map_err(engine)?;
-    txn.open_table(INDEXES).map_err(engine)?;
-    txn.commit().map_err(engine)
 }
 
 /// Starts the writer thread. `dir`: the store's folder, where a purge

@@ -14,7 +14,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use futures_util::future::try_join_all;
 use serde::Serialize;
 
-use super::list::ids_of;
+use super::lookup::ids_of;
 use super::record::Contact;
 use super::view::ContactV3;
 use crate::auth::Caller;

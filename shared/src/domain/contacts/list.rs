@@ -2,11 +2,11 @@
 //! sets meet, and only the page is loaded.
 
 use serde::Deserialize;
-use serde_json::Value;
 use validator::Validate;
 
 use super::LIST;
 use super::NEW_LIST;
+use super::lookup::{email_ids, ids_of, load};
 use super::record::Contact;
 use super::search::search;
 use crate::auth::Caller;
@@ -15,35 +15,10 @@ use crate::error::{ApiError, ApiResult};
 use crate::ids::ClientTime;
 use crate::ids::WorkspaceId;
 use crate::keys;
-use crate::page::{ListPage, MAX_WINDOW, Paging, counted_page, offset_page, read_up_to};
+use crate::page::{ListPage, Paging, counted_page, offset_page};
 use crate::record;
-use crate::store::{Index, Item, Key, Query, SK, SkRange, Store};
+use crate::store::{Index, Query, SkRange, Store};
 use crate::text;
-
-/// Contacts by id, in the order given.
-pub(super) async fn load(
-    store: &dyn Store,
-    workspace_id: WorkspaceId,
-    ids: &[u64],
-) -> ApiResult<Vec<Contact>> {
-    let keys: Vec<Key> = ids
-        .iter()
-        .map(|&id| keys::contact(workspace_id, id))
-        .collect();
-    record::find_many(store, &keys).await
-}
-
-/// The contact ids at the end of index items' sort keys.
-pub(super) fn ids_of(items: &[Item]) -> Vec<u64> {
-    items
-        .iter()
-        .filter_map(|i| {
-            i.get(SK)
-                .and_then(Value::as_str)
-                .and_then(keys::trailing_id)
-        })
-        .collect()
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -181,25 +156,6 @@ pub async fn list(
     };
     query.forward = forward;
     counted_page(store, query, paging, keys::counter(ws, LIST)).await
-}
-
-/// The contacts with this e-mail (without case), ascending.
-pub(super) async fn email_ids(
-    store: &dyn Store,
-    ws: WorkspaceId,
-    email: &str,
-) -> ApiResult<Vec<u64>> {
-    let query = Query {
-        keys_only: true,
-        ..Query::new(
-            Index::TABLE,
-            keys::contact_emails(ws),
-            SkRange::Prefix(keys::contact_email_prefix(&email.trim().to_lowercase())),
-        )
-    };
-    Ok(ids_of(
-        &read_up_to(store, query, MAX_WINDOW as usize).await?,
-    ))
 }
 
 /// The ids in every set (each ascending), or `None` when no filter made a set.

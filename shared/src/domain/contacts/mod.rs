@@ -24,6 +24,7 @@ mod erase;
 mod input;
 mod list;
 mod load;
+mod lookup;
 mod merge;
 mod record;
 mod search;

@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use super::list::{email_ids, ids_of, load};
+use super::lookup::{email_ids, ids_of, load};
 use super::record::Contact;
 use super::write::by_phone;
 use crate::auth::Caller;

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use super::input::{ContactInput, canonical_phone};
-use super::list::ids_of;
+use super::lookup::ids_of;
 use super::record::Contact;
 use super::write::{Creation, by_phone, create, update, update_read};
 use crate::auth::Caller;

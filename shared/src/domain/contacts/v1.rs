@@ -4,7 +4,7 @@ use serde::Deserialize;
 use validator::Validate;
 
 use super::input::canonical_phone;
-use super::list::{email_ids, load};
+use super::lookup::{email_ids, load};
 use super::record::Contact;
 use super::write::by_phone;
 use crate::auth::Caller;

@@ -3,7 +3,7 @@
 use serde::Deserialize;
 use validator::Validate;
 
-use super::list::{ids_of, load};
+use super::lookup::{ids_of, load};
 use super::record::Contact;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};

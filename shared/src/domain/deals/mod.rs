@@ -17,7 +17,7 @@
 //! page's deals. An unfiltered list is one Query and the counter.
 
 //!
-//! - `record`: the stored deal and its parts; `view`: the spec's Deal;
+//! - `record`: the stored deal and its parts, and `DealView`, the spec's Deal;
 //! - `index`: the index items and their digests; `input`: the create and
 //!   PATCH bodies, and the reads they need; `rules`: the rules above, pure
 //!   functions of the deal before, the deal after and the time; `write`:
@@ -32,7 +32,6 @@ mod load;
 mod query;
 mod record;
 mod rules;
-mod view;
 mod write;
 
 pub use index::Digest;
@@ -40,11 +39,11 @@ pub use input::{DealCreate, DealPatch};
 pub use list::list;
 pub use load::line_types;
 pub use query::{DealQuery, PeriodMetric, SortBy, parse_query};
+pub use record::DealView;
 pub use record::{
     AuthorType, Deal, DealContact, DealContactInput, DealContext, DealConversation, DealFields,
     DealProduct, DealStatus, DiscountKind, DiscountType,
 };
-pub use view::DealView;
 pub use write::{create, get, history, update};
 pub(crate) use write::{erase_contact, move_to_contact};
 

@@ -259,7 +259,7 @@ impl Record for Deal {
     const EVENTS: Option<&'static str> = Some("deal");
 
     fn event_object(&self) -> serde_json::Value {
-        crate::record::as_event_object(super::view::DealView::from(self.clone()))
+        crate::record::as_event_object(DealView::from(self.clone()))
     }
 
     /// Won and lost are events of their own, and so is a reopening.
@@ -277,5 +277,32 @@ impl Record for Deal {
     const TYPE: &'static str = "Deal";
     fn key(&self) -> Key {
         keys::deal(self.workspace_id, self.id)
+    }
+}
+
+// The spec's Deal shares `DealFields` with the stored record on purpose: the
+// spec's field names are the stored attribute names. A rename that would
+// change the stored item is caught by the item-shape tests, which pin every
+// stored attribute. Its events carry it (`event_object`).
+/// The spec's Deal.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DealView {
+    pub id: String,
+    pub workspace_id: WorkspaceId,
+    #[serde(flatten)]
+    pub fields: DealFields,
+    #[serde(flatten)]
+    pub stamps: Stamps,
+}
+
+impl From<Deal> for DealView {
+    fn from(d: Deal) -> Self {
+        Self {
+            id: d.id.to_string(),
+            workspace_id: d.workspace_id,
+            fields: d.fields,
+            stamps: d.stamps,
+        }
     }
 }

@@ -6,7 +6,8 @@
 //! - [`endpoints`]: create, read, change, delete, rotate the secret;
 //! - [`dispatch`]: events to deliveries (from the table's stream on AWS,
 //!   from the log locally);
-//! - [`delivery`]: a delivery and its runs (an attempt each: `attempt`),
+//! - [`delivery`]: a delivery, its attempts and its versioned writes;
+//! - `deliver`: a run of a delivery's message (an attempt each: `attempt`),
 //!   at most a few at a time per endpoint (`slots`);
 //! - [`log`]: the delivery log, a retry, a replay, a ping.
 //!
@@ -14,6 +15,7 @@
 //! they are `crate::outbound`.
 
 mod attempt;
+mod deliver;
 pub mod delivery;
 pub mod dispatch;
 pub mod endpoints;
@@ -21,7 +23,8 @@ pub mod log;
 pub mod record;
 mod slots;
 
-pub use delivery::{Attempt, Delivery, DeliveryStatus, KIND, deliver};
+pub use deliver::deliver;
+pub use delivery::{Attempt, Delivery, DeliveryStatus, KIND};
 pub use dispatch::{dispatch, follow};
 pub use log::{DeliveryPage, DeliveryQuery, DeliveryView, Replay, ReplayRequest};
 pub use record::{
