@@ -139,26 +139,38 @@ pub(super) async fn offer(
     }))
 }
 
-/// One transaction being packed: its writes (and where each item's is),
-/// and the commits it holds.
+/// One transaction being packed: its writes (and where each item's is, by
+/// the hash of its key: a lookup allocates nothing), and the commits it holds.
 #[derive(Default)]
 struct Packed {
     writes: Vec<Write>,
-    at: HashMap<(String, String), usize>,
+    at: HashMap<u64, usize>,
     holds: Vec<usize>,
+}
+
+/// The hash of an item's key, for [`Packed::at`].
+fn key_hash(pk: &str, sk: &str) -> u64 {
+    use std::hash::BuildHasher;
+    static HASHER: std::sync::LazyLock<std::collections::hash_map::RandomState> =
+        std::sync::LazyLock::new(Default::default);
+    HASHER.hash_one((pk, sk))
 }
 
 impl Packed {
     /// Where `write` goes in it: merged into an `ADD` of the same counter,
-    /// new, or nowhere (another write of the same item is there already).
+    /// new, or nowhere (another write of the same item is there already,
+    /// or one of another item whose key hashes alike: it waits for the next
+    /// transaction, which is only dearer).
     fn place(&self, write: &Write) -> Place {
         let Some((pk, sk)) = write.key_parts() else {
             return Place::Taken;
         };
-        match self.at.get(&(pk.to_owned(), sk.to_owned())).copied() {
+        match self.at.get(&key_hash(pk, sk)).copied() {
             None => Place::New,
             Some(at) => match (&self.writes[at], write) {
-                (Write::Add { attribute: a, .. }, Write::Add { attribute: b, .. }) if a == b => {
+                (there @ Write::Add { attribute: a, .. }, Write::Add { attribute: b, .. })
+                    if a == b && there.key_parts() == Some((pk, sk)) =>
+                {
                     Place::Merge(at)
                 }
                 _ => Place::Taken,
@@ -166,11 +178,11 @@ impl Packed {
         }
     }
 
-    /// Takes `writes` whole, if they fit beside what it holds and leave
-    /// room for the guard.
-    fn take(&mut self, commit: usize, writes: &[Write]) -> bool {
+    /// Takes `writes` whole (leaving it empty), if they fit beside what it
+    /// holds and leave room for the guard.
+    fn take(&mut self, commit: usize, writes: &mut Vec<Write>) -> bool {
         let mut new = 0;
-        for write in writes {
+        for write in writes.iter() {
             match self.place(write) {
                 Place::Taken => return false,
                 Place::New => new += 1,
@@ -180,8 +192,8 @@ impl Packed {
         if !self.holds.is_empty() && self.writes.len() + new >= MAX_TRANSACTION_ITEMS {
             return false;
         }
-        for write in writes {
-            match self.place(write) {
+        for write in writes.drain(..) {
+            match self.place(&write) {
                 Place::Merge(at) => {
                     if let (Write::Add { delta, .. }, Write::Add { delta: more, .. }) =
                         (&mut self.writes[at], write)
@@ -191,10 +203,9 @@ impl Packed {
                 }
                 _ => {
                     if let Some((pk, sk)) = write.key_parts() {
-                        self.at
-                            .insert((pk.to_owned(), sk.to_owned()), self.writes.len());
+                        self.at.insert(key_hash(pk, sk), self.writes.len());
                     }
-                    self.writes.push(write.clone());
+                    self.writes.push(write);
                 }
             }
         }
@@ -210,18 +221,18 @@ enum Place {
 }
 
 /// Packs and writes `ready`, answering each.
-async fn flush(store: &dyn Store, ready: Vec<Waiting>) {
+async fn flush(store: &dyn Store, mut ready: Vec<Waiting>) {
     if ready.is_empty() {
         return;
     }
     let mut packed: Vec<Packed> = Vec::new();
-    for (commit, waiting) in ready.iter().enumerate() {
+    for (commit, waiting) in ready.iter_mut().enumerate() {
         let fits = packed
             .last_mut()
-            .is_some_and(|last| last.take(commit, &waiting.writes));
+            .is_some_and(|last| last.take(commit, &mut waiting.writes));
         if !fits {
             let mut next = Packed::default();
-            next.take(commit, &waiting.writes);
+            next.take(commit, &mut waiting.writes);
             packed.push(next);
         }
     }
@@ -256,15 +267,20 @@ async fn flush(store: &dyn Store, ready: Vec<Waiting>) {
         packed[0].writes.push(guarded.write);
         guard_pending = Some(guarded.pending);
     }
-    let transactions: Vec<Vec<Write>> = packed.iter().map(|p| p.writes.clone()).collect();
-    let results = store
-        .write_all(transactions.into_iter().filter(|t| !t.is_empty()).collect())
-        .await;
+    // The writes move into the store's call; whether each transaction had
+    // any stays, to match the answers to them.
+    let written: Vec<bool> = packed.iter().map(|p| !p.writes.is_empty()).collect();
+    let transactions: Vec<Vec<Write>> = packed
+        .iter_mut()
+        .map(|p| std::mem::take(&mut p.writes))
+        .filter(|t| !t.is_empty())
+        .collect();
+    let results = store.write_all(transactions).await;
     let mut results = results.into_iter();
     let mut replies: Vec<Option<oneshot::Sender<Outcome>>> =
         ready.into_iter().map(|w| Some(w.reply)).collect();
     for (position, p) in packed.iter().enumerate() {
-        let result = if p.writes.is_empty() {
+        let result = if !written[position] {
             Err(StoreError::ConditionFailed { index: 0 })
         } else {
             results
