@@ -5,8 +5,10 @@
 //! checked, scoped, rate-limited and keyed (`idempotencyKey`) exactly as the
 //! HTTP API checks it. docs/decisions/0031-mcp-over-the-same-routes.md says why.
 
+mod call;
 mod protocol;
 mod relay;
+mod schema;
 pub mod tools;
 
 use axum::extract::State;
@@ -105,7 +107,7 @@ async fn serve(State(state): State<AppState>, envelope: Envelope) -> Result<Answ
         }
         "ping" => Ok(json!({})),
         "tools/list" => Ok(json!({ "tools": tools::listed(&scopes.unwrap_or_default()) })),
-        "tools/call" => tools::call(&relayed, &params).await?,
+        "tools/call" => call::call(&relayed, &params).await?,
         other => Err(protocol::RpcError::method_not_found(other)),
     };
     Ok(Answer::Message(JsonRpcResponse::new(id, answer)))
