@@ -23,6 +23,7 @@ pub fn groups() -> Vec<Group> {
         campaigns::group(),
         api_docs::group(),
         mcp::group(),
+        bulk::group(),
     ]
 }
 
@@ -33,8 +34,15 @@ pub fn openapi() -> String {
 }
 
 /// Every route of every group on one Router; `/mcp`'s tools relay to all of them.
+/// Local bulk files (`shared::files::local`) are served beside the API, at
+/// the URLs their jobs answer.
 pub fn app(state: AppState) -> axum::Router {
-    http::app(state.with_relay(groups), groups())
+    let files = state.files.clone();
+    let app = http::app(state.with_relay(groups), groups());
+    match files {
+        Some(files) if files.local().is_some() => app.merge(shared::files::local::router(files)),
+        _ => app,
+    }
 }
 
 /// Whether a JSON string is a time as the API writes it (`2026-11-22T18:00:00.000Z`).

@@ -269,8 +269,20 @@ async fn start_up(args: &Serve) -> Result<(tokio::net::TcpListener, axum::Router
     // where the table's stream feeds it on AWS.
     let mut webhooks = shared::outbound::Settings::from_env();
     webhooks.allow_private |= args.webhooks_to_private;
+    // Bulk files in the data folder, behind URLs of this server.
+    let folder = if args.in_memory || args.dynamodb {
+        std::env::temp_dir().join(format!("crm-files-{}", std::process::id()))
+    } else {
+        args.data.join("files")
+    };
+    let base_url = std::env::var("CRM_PUBLIC_URL").unwrap_or_else(|_| format!("http://{addr}"));
+    let files: shared::files::SharedFiles = Arc::new(
+        shared::files::local::LocalFiles::open(&folder, base_url)
+            .map_err(|e| format!("cannot open {}: {e}", folder.display()))?,
+    );
     let runner = shared::domain::jobs::Jobs {
         webhooks: Arc::new(webhooks.clone()),
+        files: Some(files.clone()),
     };
     let queue: shared::queue::SharedQueue =
         Arc::new(shared::queue::LocalQueue::start(store.clone(), Arc::new(runner)).await);
@@ -281,7 +293,8 @@ async fn start_up(args: &Serve) -> Result<(tokio::net::TcpListener, axum::Router
     ));
     let state = AppState::new(store)
         .with_queue(queue)
-        .with_webhooks(webhooks);
+        .with_webhooks(webhooks)
+        .with_files(files);
     Ok((listener, crm::app(state)))
 }
 

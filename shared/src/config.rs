@@ -8,6 +8,8 @@
 //! | `CRM_WEBHOOK_QUEUE_URL`  | the SQS queue of webhook deliveries (the webhooks, dispatcher and sender functions) |
 //! | `CRM_WEBHOOK_*`          | how deliveries are made: `outbound::Settings`             |
 //! | `CRM_SQS_ENDPOINT`       | SQS endpoint override, e.g. a local moto server           |
+//! | `CRM_FILES_BUCKET`       | the S3 bucket of bulk import and export files (the bulk and job-worker functions) |
+//! | `CRM_S3_ENDPOINT`        | S3 endpoint override, e.g. a local moto server (path-style addressing) |
 //! | `CRM_CHECKOUT_BASE_URL`  | where checkout links point (default `https://checkout.example.com/c`) |
 //! | `CRM_DYNAMODB_ATTEMPT_TIMEOUT_MS` | how long one DynamoDB call may take before it is sent again (default 2000) |
 //! | `AWS_REGION`             | region (set by Lambda; default `us-east-1` with an endpoint override) |
@@ -27,6 +29,8 @@ pub struct Config {
     pub job_queue_url: Option<String>,
     pub webhook_queue_url: Option<String>,
     pub sqs_endpoint: Option<String>,
+    pub files_bucket: Option<String>,
+    pub s3_endpoint: Option<String>,
     /// The certificates the SDK's HTTPS client trusts (`tls.rs`).
     pub tls_roots: crate::tls::TrustRoots,
     /// How long one DynamoDB call may take; `None`: [`ATTEMPT_TIMEOUT`].
@@ -47,6 +51,8 @@ impl Config {
             job_queue_url: var("CRM_JOB_QUEUE_URL").or_else(|| var("CRM_IMPORT_QUEUE_URL")),
             webhook_queue_url: var("CRM_WEBHOOK_QUEUE_URL"),
             sqs_endpoint: var("CRM_SQS_ENDPOINT"),
+            files_bucket: var("CRM_FILES_BUCKET"),
+            s3_endpoint: var("CRM_S3_ENDPOINT"),
             tls_roots: crate::tls::TrustRoots::from_env(),
             attempt_timeout: var("CRM_DYNAMODB_ATTEMPT_TIMEOUT_MS")
                 .and_then(|ms| ms.parse().ok())
@@ -61,7 +67,10 @@ impl Config {
         if let Some(client) = self.tls_roots.http_client() {
             loader = loader.http_client(client);
         }
-        if self.dynamodb_endpoint.is_some() || self.sqs_endpoint.is_some() {
+        if self.dynamodb_endpoint.is_some()
+            || self.sqs_endpoint.is_some()
+            || self.s3_endpoint.is_some()
+        {
             // Local stand-ins accept any credentials and region, but the SDK needs some.
             if std::env::var("AWS_REGION").is_err() && std::env::var("AWS_DEFAULT_REGION").is_err()
             {
@@ -111,6 +120,17 @@ impl Config {
             sdk,
             self.sqs_endpoint.as_deref(),
             url,
+        ))
+    }
+
+    /// The S3 bucket of bulk files, when `CRM_FILES_BUCKET` names one.
+    #[cfg(feature = "s3")]
+    pub fn files_with(&self, sdk: &SdkConfig) -> Option<crate::files::s3::S3Files> {
+        let bucket = self.files_bucket.as_ref()?;
+        Some(crate::files::s3::S3Files::new(
+            sdk,
+            self.s3_endpoint.as_deref(),
+            bucket,
         ))
     }
 

@@ -39,6 +39,10 @@ pub async fn state() -> AppState {
             state.deliveries = Some(Arc::new(queue));
         }
     }
+    #[cfg(feature = "s3")]
+    if let Some(files) = config.files_with(&sdk) {
+        state.files = Some(Arc::new(files));
+    }
     state
 }
 

@@ -7,6 +7,7 @@ pub mod config;
 pub mod context;
 pub mod domain;
 pub mod error;
+pub mod files;
 pub mod http;
 pub mod idempotency;
 pub mod ids;

@@ -56,7 +56,57 @@ pub struct TestApp {
     queue: shared::queue::SharedQueue,
     /// The store as a test reads it whole ([`TestApp::every_item`]).
     whole: Option<Whole>,
+    /// The files of bulk jobs: moto's S3 beside DynamoDB Local when it
+    /// runs, a folder otherwise ([`test_files`]).
+    pub files: shared::files::SharedFiles,
+    _files_folder: Option<Arc<TempFolder>>,
 }
+
+/// Where local file URLs of the tests point: requests to it go to the router.
+pub const LOCAL_BASE: &str = "http://crm.test";
+
+/// The files of a test app: on DynamoDB, the S3 of the moto server that
+/// stands in for SQS (CRM_TEST_SQS_ENDPOINT), so the AWS path (presigned
+/// URLs, ranged reads, multipart writes) is the one tested; a folder
+/// behind [`LOCAL_BASE`] otherwise.
+async fn test_files(backend: Backend) -> (shared::files::SharedFiles, Option<Arc<TempFolder>>) {
+    let moto = std::env::var("CRM_TEST_SQS_ENDPOINT")
+        .ok()
+        .filter(|e| !e.is_empty());
+    if let (Backend::DynamoDb, Some(endpoint)) = (backend, moto) {
+        let config = shared::config::Config {
+            s3_endpoint: Some(endpoint.clone()),
+            files_bucket: Some(TEST_BUCKET.to_owned()),
+            ..Default::default()
+        };
+        let sdk = config.sdk_config().await;
+        let files = config.files_with(&sdk).expect("a bucket");
+        // Made once per process (moto keeps it while it runs).
+        if !BUCKET_MADE.load(std::sync::atomic::Ordering::Relaxed) {
+            let made = files
+                .client()
+                .create_bucket()
+                .bucket(TEST_BUCKET)
+                .send()
+                .await;
+            if let Err(e) = made {
+                let owned = e.as_service_error().is_some_and(|e| {
+                    e.is_bucket_already_owned_by_you() || e.is_bucket_already_exists()
+                });
+                assert!(owned, "create the test bucket on moto: {e:?}");
+            }
+            BUCKET_MADE.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        return (Arc::new(files), None);
+    }
+    let folder = Arc::new(TempFolder::new("files"));
+    let files =
+        shared::files::local::LocalFiles::open(&folder.0, LOCAL_BASE).expect("a files folder");
+    (Arc::new(files), Some(folder))
+}
+
+const TEST_BUCKET: &str = "crm-test-files";
+static BUCKET_MADE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// A store's own handle, for a test-only full read (never the API's path).
 #[derive(Clone)]
@@ -293,12 +343,14 @@ impl TestApp {
         .await
         .expect("bootstrap workspace 1");
         let webhooks = webhook_settings();
-        let queue = local_queue(&store, &webhooks).await;
+        let (files, files_folder) = test_files(backend).await;
+        let queue = local_queue(&store, &webhooks, &files).await;
         // Rate limits are off but where a test turns them on
         // (`TestApp::rate_limited`): the suites send far more than a token's quota.
         let state = AppState::new(store.clone())
             .with_queue(queue.clone())
             .with_webhooks(webhooks)
+            .with_files(files.clone())
             .with_limiter(Limiter::off());
         Self {
             router: crm::app(state),
@@ -308,6 +360,8 @@ impl TestApp {
             folder: None,
             queue,
             whole: None,
+            files,
+            _files_folder: files_folder,
         }
     }
 
@@ -348,7 +402,7 @@ impl TestApp {
     /// runner makes deliveries with `settings`, and the dispatcher following
     /// the log every 20 ms, for as long as the test runs.
     pub async fn delivering(mut self, settings: shared::outbound::Settings) -> Self {
-        let queue = local_queue(&self.store, &settings).await;
+        let queue = local_queue(&self.store, &settings, &self.files).await;
         tokio::spawn(shared::domain::webhooks::follow(
             self.store.clone(),
             queue.clone(),
@@ -357,6 +411,7 @@ impl TestApp {
         let state = AppState::new(self.store.clone())
             .with_queue(queue.clone())
             .with_webhooks(settings)
+            .with_files(self.files.clone())
             .with_limiter(Limiter::off());
         self.router = crm::app(state);
         self.queue = queue;
@@ -380,6 +435,7 @@ impl TestApp {
         let state = AppState::new(self.store.clone())
             .with_queue(self.queue.clone())
             .with_webhooks(webhook_settings())
+            .with_files(self.files.clone())
             .with_clock(clock.clone())
             .with_limiter(limiter);
         self.router = crm::app(state);
@@ -410,6 +466,56 @@ impl TestApp {
             None => Body::empty(),
         };
         self.raw(builder.body(body).expect("a valid request")).await
+    }
+
+    /// PUTs `bytes` to a file URL a job answered (the local server's, through
+    /// the router; moto's S3, over HTTP): the status.
+    pub async fn put_file(&self, url: &str, bytes: Vec<u8>) -> u16 {
+        self.file_request(Method::PUT, url, bytes).await.0
+    }
+
+    /// GETs a file URL a job answered: the status and the bytes.
+    pub async fn get_file(&self, url: &str) -> (u16, Vec<u8>) {
+        self.file_request(Method::GET, url, Vec::new()).await
+    }
+
+    async fn file_request(&self, method: Method, url: &str, bytes: Vec<u8>) -> (u16, Vec<u8>) {
+        let response = if let Some(path) = url.strip_prefix(LOCAL_BASE) {
+            let request = Request::builder()
+                .method(method)
+                .uri(path)
+                .body(Body::from(bytes))
+                .expect("a request");
+            self.router
+                .clone()
+                .oneshot(request)
+                .await
+                .expect("an answer")
+        } else {
+            let client =
+                hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                    .build_http::<http_body_util::Full<bytes::Bytes>>();
+            let request = Request::builder()
+                .method(method)
+                .uri(url)
+                .body(http_body_util::Full::new(bytes::Bytes::from(bytes)))
+                .expect("a request");
+            let response = client
+                .request(request)
+                .await
+                .expect("the file store answers");
+            let (parts, body) = response.into_parts();
+            let bytes = body.collect().await.expect("a body").to_bytes();
+            return (parts.status.as_u16(), bytes.to_vec());
+        };
+        let status = response.status().as_u16();
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .expect("a body")
+            .to_bytes();
+        (status, bytes.to_vec())
     }
 
     /// Sends a request as it is.
@@ -720,9 +826,11 @@ pub fn webhook_settings() -> shared::outbound::Settings {
 async fn local_queue(
     store: &SharedStore,
     webhooks: &shared::outbound::Settings,
+    files: &shared::files::SharedFiles,
 ) -> shared::queue::SharedQueue {
     let runner = shared::domain::jobs::Jobs {
         webhooks: Arc::new(webhooks.clone()),
+        files: Some(files.clone()),
     };
     Arc::new(shared::queue::LocalQueue::start(store.clone(), Arc::new(runner)).await)
 }

@@ -10,6 +10,7 @@ mod auth;
 mod batch;
 mod billing;
 mod build;
+mod bulk;
 mod campaigns;
 mod cdk;
 mod contacts;

@@ -33,6 +33,7 @@ fn cdk_and_sam_describe_the_same_stack() {
         "the table's deletion policy"
     );
     assert_eq!(sam.queues, cdk.queues, "the queues");
+    assert_eq!(sam.buckets, cdk.buckets, "the files bucket and its policy");
     assert_eq!(
         sam.api_throttling, cdk.api_throttling,
         "the API's throttling"
@@ -62,6 +63,22 @@ fn both_carry_what_production_needs() {
         );
         assert_eq!(f.alarms.len(), 2, "{binary}: errors and throttles alarms");
     }
+    // The files: encrypted, never public, TLS only, gone after 7 days.
+    let bucket = &sam.buckets["FilesBucket"];
+    assert_eq!(
+        bucket["PublicAccessBlockConfiguration"],
+        json!({"BlockPublicAcls": true, "BlockPublicPolicy": true, "IgnorePublicAcls": true, "RestrictPublicBuckets": true})
+    );
+    assert!(bucket["BucketEncryption"].to_string().contains("AES256"));
+    assert_eq!(
+        bucket["LifecycleConfiguration"]["Rules"][0]["ExpirationInDays"],
+        7
+    );
+    assert!(
+        sam.buckets["FilesBucketPolicy"]
+            .to_string()
+            .contains("aws:SecureTransport")
+    );
     for dead_letters in ["JobDeadLetterQueue", "WebhookDeadLetterQueue"] {
         let alarm = format!("{dead_letters}: AWS/SQS/ApproximateNumberOfMessagesVisible");
         assert!(

@@ -212,6 +212,10 @@ api_test! {
             ("/v3/dashboards", "/v3/dashboards".into(), json!({ "name": "Support", "layout": layout }), &[]),
             ("/v3/workspaces/send-welcome-message", "/v3/workspaces/send-welcome-message".into(), json!({ "phone": "11 98765-4321", "text": "Welcome!" }), &[]),
             ("/v3/workspaces/checkout-link", "/v3/workspaces/checkout-link".into(), json!({ "plan": "pro", "seats": 5 }), &[]),
+            // Each read signs a fresh upload URL.
+            ("/v3/imports", "/v3/imports".into(), json!({ "object": "tags" }), &["uploadUrl"]),
+            ("/v3/exports", "/v3/exports".into(), json!({ "object": "tags" }),
+                &["status", "records", "bytes", "recordsPerSecond", "downloadUrl", "startedAt", "finishedAt", "lastUpdateAt", "updatedAt"]),
         ];
         let mut answers = std::collections::HashMap::new();
         let check = async |i: usize, path: &str, body: &Value, moving: &[&str]| -> Value {

@@ -70,14 +70,14 @@ api_test! {
             ("unknown-job", serde_json::to_string(&unknown).unwrap()),
             ("unknown-kind", serde_json::to_string(&strange).unwrap()),
         ]);
-        let response = job_worker::handle(app.store.as_ref(), event).await;
+        let response = job_worker::handle(app.store.as_ref(), Default::default(), event).await;
         assert_eq!(failed_ids(&response), ["garbled", "unknown-job", "unknown-kind"]);
         assert_eq!(app.get("/v3/contacts").await.expect(200)["totalCount"], 3);
         let job = app.get(&format!("/v3/contacts/import/{}", message.job_id)).await.expect(200);
         assert_eq!((job["status"].clone(), job["created"].clone()), (json!("done"), json!(3)));
 
         // Redelivered: nothing new, nothing failed.
-        let again = job_worker::handle(app.store.as_ref(), sqs_event(&[("good", serde_json::to_string(&message).unwrap())])).await;
+        let again = job_worker::handle(app.store.as_ref(), Default::default(), sqs_event(&[("good", serde_json::to_string(&message).unwrap())])).await;
         assert!(again.batch_item_failures.is_empty());
         assert_eq!(app.get("/v3/contacts").await.expect(200)["totalCount"], 3);
     }
@@ -89,7 +89,7 @@ api_test! {
     async fn runs_messages_of_the_first_shape_as_imports(app) {
         let message = queued_job(&app, 2).await;
         let first_shape = json!({ "workspaceId": message.workspace_id, "jobId": message.job_id });
-        let response = job_worker::handle(app.store.as_ref(), sqs_event(&[("old", first_shape.to_string())])).await;
+        let response = job_worker::handle(app.store.as_ref(), Default::default(), sqs_event(&[("old", first_shape.to_string())])).await;
         assert!(response.batch_item_failures.is_empty());
         let job = app.get(&format!("/v3/contacts/import/{}", message.job_id)).await.expect(200);
         assert_eq!((job["status"].clone(), job["created"].clone()), (json!("done"), json!(2)));
@@ -205,7 +205,12 @@ async fn snapshots_travel_through_sqs() {
     .await
     .unwrap();
     assert_eq!(response.status(), 201);
-    let response = job_worker::handle(app.store.as_ref(), receive(&sqs, &url).await).await;
+    let response = job_worker::handle(
+        app.store.as_ref(),
+        Default::default(),
+        receive(&sqs, &url).await,
+    )
+    .await;
     assert!(response.batch_item_failures.is_empty());
     let page = app
         .get(&format!("/v3/dashboards/{id}/snapshots"))
@@ -240,7 +245,12 @@ async fn imports_travel_through_sqs() {
     let response = tower::ServiceExt::oneshot(router, request).await.unwrap();
     assert_eq!(response.status(), 201);
 
-    let response = job_worker::handle(app.store.as_ref(), receive(&sqs, &url).await).await;
+    let response = job_worker::handle(
+        app.store.as_ref(),
+        Default::default(),
+        receive(&sqs, &url).await,
+    )
+    .await;
     assert!(response.batch_item_failures.is_empty());
     assert_eq!(app.get("/v3/contacts").await.expect(200)["totalCount"], 40);
 }

@@ -196,7 +196,7 @@ api_test! {
                 refused["details"].as_array().unwrap().iter().map(|d| d["field"].as_str().unwrap().to_owned()).collect();
             assert!(!named.is_empty() && named.is_subset(&documented), "{path}: {named:?} of {documented:?}");
         }
-        assert_eq!(creates, 3, "DealCreate, CampaignCreate and WebhookCreate");
+        assert_eq!(creates, 5, "DealCreate, CampaignCreate, WebhookCreate, ImportCreate and ExportCreate");
     }
 }
 

@@ -5,11 +5,12 @@
 //! is idempotent.
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
+use shared::domain::jobs::Env;
 use shared::queue::JobMessage;
 use shared::store::Store;
 use tracing::Instrument;
 
-pub async fn handle(store: &dyn Store, event: SqsEvent) -> SqsBatchResponse {
+pub async fn handle(store: &dyn Store, env: Env<'_>, event: SqsEvent) -> SqsBatchResponse {
     let mut response = SqsBatchResponse::default();
     for record in event.records {
         let id = record.message_id.clone().unwrap_or_default();
@@ -18,7 +19,7 @@ pub async fn handle(store: &dyn Store, event: SqsEvent) -> SqsBatchResponse {
             let body = record.body.as_deref().unwrap_or_default();
             let message: JobMessage =
                 serde_json::from_str(body).map_err(|e| format!("not a job message: {e}"))?;
-            let done = shared::domain::jobs::run(store, &message)
+            let done = shared::domain::jobs::run(store, env, &message)
                 .await
                 .map_err(|e| e.to_string())?;
             tracing::info!(job = %message.job_id, kind = done.kind, summary = %done.summary, "job done");
@@ -34,4 +35,14 @@ pub async fn handle(store: &dyn Store, event: SqsEvent) -> SqsBatchResponse {
         }
     }
     response
+}
+
+/// When a run must stop to leave the invocation time to checkpoint and send
+/// itself again: `margin` before the Lambda's deadline (ms since the epoch).
+pub fn stop_by(deadline_ms: u64, margin: std::time::Duration) -> std::time::Instant {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let left = std::time::Duration::from_millis(deadline_ms.saturating_sub(now_ms));
+    std::time::Instant::now() + left.saturating_sub(margin)
 }

@@ -22,6 +22,8 @@ export interface FunctionSpec {
   readonly timeout?: number;
   /** What invokes it instead of routes: a queue, or the table's stream (new event items). */
   readonly trigger?: 'jobs' | 'deliveries' | 'stream';
+  /** Bulk files (CRM_FILES_BUCKET): presigns their URLs, or also reads, writes and removes them. */
+  readonly files?: 'presign' | 'work';
 }
 
 export const FUNCTIONS: FunctionSpec[] = [
@@ -31,8 +33,12 @@ export const FUNCTIONS: FunctionSpec[] = [
     index: true, sends: 'jobs',
   },
   {
-    binary: 'job-worker', description: 'Runs background jobs such as contact imports (SQS)',
-    actions: [...READ, ...BATCH, ...WRITE], timeout: 60, trigger: 'jobs',
+    binary: 'job-worker', description: 'Runs background jobs such as contact imports and bulk imports and exports (SQS)',
+    actions: [...READ, ...BATCH, ...WRITE], index: true, timeout: 300, trigger: 'jobs', sends: 'jobs', files: 'work',
+  },
+  {
+    binary: 'bulk', description: '/v3/imports and /v3/exports (bulk files as jobs)',
+    actions: [...READ, ...WRITE], sends: 'jobs', files: 'presign',
   },
   { binary: 'deals', description: '/v3/deals', actions: [...READ, ...BATCH, ...WRITE], index: true },
   { binary: 'products', description: '/v3/products', actions: [...READ, ...WRITE] },

@@ -15,6 +15,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { RustFunction } from 'cargo-lambda-cdk';
@@ -87,7 +88,7 @@ export class CrmApiStack extends cdk.Stack {
     });
     deadLetters.overrideLogicalId('JobDeadLetterQueue');
     const jobs = new sqs.CfnQueue(this, 'JobQueue', {
-      visibilityTimeout: 360,
+      visibilityTimeout: 1800,
       sqsManagedSseEnabled: true,
       redrivePolicy: { deadLetterTargetArn: deadLetters.attrArn, maxReceiveCount: 5 },
     });
@@ -113,6 +114,36 @@ export class CrmApiStack extends cdk.Stack {
     });
     const queues = { jobs: { cfn: jobs, queue: jobQueue }, deliveries: { cfn: webhooks, queue: deliveryQueue } };
 
+    // Bulk import and export files: encrypted, never public, gone after 7 days.
+    const files = new s3.CfnBucket(this, 'FilesBucket', {
+      bucketEncryption: {
+        serverSideEncryptionConfiguration: [{ serverSideEncryptionByDefault: { sseAlgorithm: 'AES256' } }],
+      },
+      publicAccessBlockConfiguration: {
+        blockPublicAcls: true, blockPublicPolicy: true, ignorePublicAcls: true, restrictPublicBuckets: true,
+      },
+      ownershipControls: { rules: [{ objectOwnership: 'BucketOwnerEnforced' }] },
+      lifecycleConfiguration: {
+        rules: [{
+          id: 'ExpireBulkFiles', status: 'Enabled', prefix: 'bulk/', expirationInDays: 7,
+          abortIncompleteMultipartUpload: { daysAfterInitiation: 1 },
+        }],
+      },
+    });
+    files.overrideLogicalId('FilesBucket');
+    const filesPolicy = new s3.CfnBucketPolicy(this, 'FilesBucketPolicy', {
+      bucket: files.ref,
+      policyDocument: {
+        Version: '2012-10-17',
+        Statement: [{
+          Effect: 'Deny', Principal: '*', Action: 's3:*',
+          Resource: [files.attrArn, cdk.Fn.sub('${FilesBucket.Arn}/*')],
+          Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+        }],
+      },
+    });
+    filesPolicy.overrideLogicalId('FilesBucketPolicy');
+
     const api = new apigw.HttpApi(this, 'HttpApi', { createDefaultStage: false });
     new apigw.HttpStage(this, 'DefaultStage', {
       httpApi: api, stageName: '$default', autoDeploy: true,
@@ -136,6 +167,7 @@ export class CrmApiStack extends cdk.Stack {
       if (spec.sends === 'jobs') environment.CRM_JOB_QUEUE_URL = jobs.ref;
       if (spec.sends === 'deliveries') environment.CRM_WEBHOOK_QUEUE_URL = webhooks.ref;
       if (spec.checkout) environment.CRM_CHECKOUT_BASE_URL = checkoutBaseUrl.valueAsString;
+      if (spec.files) environment.CRM_FILES_BUCKET = files.ref;
       const fn = new RustFunction(this, `${name}Function`, {
         // The function's own crate, not the workspace root: cargo-lambda-cdk runs
         // `cargo lambda build --bin <binary>` in this manifest's folder, and at
@@ -167,6 +199,17 @@ export class CrmApiStack extends cdk.Stack {
         }));
       }
       if (spec.sends) queues[spec.sends].queue.grantSendMessages(fn);
+      if (spec.files) {
+        const work = spec.files === 'work' ? ['s3:DeleteObject', 's3:AbortMultipartUpload'] : [];
+        fn.addToRolePolicy(new iam.PolicyStatement({
+          actions: ['s3:GetObject', 's3:PutObject', ...work], resources: [`${files.attrArn}/bulk/*`],
+        }));
+        // Without it, S3 answers 403 instead of 404 for a file not there.
+        fn.addToRolePolicy(new iam.PolicyStatement({
+          actions: ['s3:ListBucket'], resources: [files.attrArn],
+          conditions: { StringLike: { 's3:prefix': ['bulk/*'] } },
+        }));
+      }
       if (spec.trigger === 'jobs') {
         fn.addEventSource(new SqsEventSource(jobQueue, { batchSize: 5, reportBatchItemFailures: true }));
       }
@@ -222,6 +265,9 @@ export class CrmApiStack extends cdk.Stack {
     }).addAlarmAction(notify);
 
     new cdk.CfnOutput(this, 'ApiUrl', { description: 'Base address of /v1 and /v3', value: api.apiEndpoint });
+    new cdk.CfnOutput(this, 'FilesBucketName', {
+      description: 'The S3 bucket of bulk import and export files (CRM_FILES_BUCKET)', value: files.ref,
+    });
     new cdk.CfnOutput(this, 'TableName', { description: 'The DynamoDB table (CRM_TABLE for `crm bootstrap`)', value: table.ref });
     new cdk.CfnOutput(this, 'TableStreamArn', { description: 'The table\'s stream, for the messaging side', value: table.attrStreamArn });
     new cdk.CfnOutput(this, 'JobDeadLetterQueueUrl', { description: 'Job messages that failed five times', value: deadLetters.ref });

@@ -5,10 +5,20 @@
 
 use async_trait::async_trait;
 
-use crate::domain::{contacts, dashboards, imports, webhooks};
+use crate::domain::{bulk, contacts, dashboards, imports, webhooks};
 use crate::error::ApiResult;
+use crate::files::{Files, SharedFiles};
 use crate::queue::{JobMessage, JobQueue, JobRunner};
 use crate::store::Store;
+
+/// What a job may use besides the store: the queue (to send itself again),
+/// the files of bulk jobs, and the time it must stop by (a Lambda's).
+#[derive(Clone, Copy, Default)]
+pub struct Env<'a> {
+    pub queue: Option<&'a dyn JobQueue>,
+    pub files: Option<&'a dyn Files>,
+    pub deadline: Option<std::time::Instant>,
+}
 
 /// What a job run did, for the worker's log line.
 #[derive(Debug)]
@@ -19,7 +29,7 @@ pub struct Outcome {
 
 /// Runs one job message. An unknown kind is an error (the message goes back to
 /// the queue and, after its retries, to the dead-letter queue for a person to see).
-pub async fn run(store: &dyn Store, message: &JobMessage) -> ApiResult<Outcome> {
+pub async fn run(store: &dyn Store, env: Env<'_>, message: &JobMessage) -> ApiResult<Outcome> {
     // Messages queued before jobs had kinds were all contact imports.
     let kind = message.kind.as_deref().unwrap_or(imports::KIND);
     let (ws, id) = (message.workspace_id, message.job_id.as_str());
@@ -59,6 +69,29 @@ pub async fn run(store: &dyn Store, message: &JobMessage) -> ApiResult<Outcome> 
                 summary: format!("merge {:?}, {} records moved", job.status, job.moved),
             })
         }
+        bulk::import::KIND => {
+            let run = bulk::import::Run {
+                files: crate::files::configured(env.files)?,
+                queue: env.queue,
+                deadline: env.deadline,
+            };
+            let job = bulk::import::process(store, &run, ws, id).await?;
+            Ok(Outcome {
+                kind: bulk::import::KIND,
+                summary: format!(
+                    "{:?}: {} rows, created {}, updated {}, failed {}",
+                    job.status, job.rows, job.created, job.updated, job.failed
+                ),
+            })
+        }
+        bulk::export::KIND => {
+            let files = crate::files::configured(env.files)?;
+            let job = bulk::export::process(store, files, ws, id).await?;
+            Ok(Outcome {
+                kind: bulk::export::KIND,
+                summary: format!("{:?}: {} records", job.status, job.records),
+            })
+        }
         other => Err(crate::error::ApiError::bad_request(format!(
             "unknown job kind {other:?}"
         ))),
@@ -69,13 +102,16 @@ pub async fn run(store: &dyn Store, message: &JobMessage) -> ApiResult<Outcome> 
 /// the jobs of [`run`] and the webhook deliveries (on AWS, two queues).
 pub struct Jobs {
     pub webhooks: std::sync::Arc<crate::outbound::Settings>,
+    /// The files of bulk jobs (a folder locally).
+    pub files: Option<SharedFiles>,
 }
 
 impl Jobs {
-    /// With the webhook settings of the environment.
+    /// With the webhook settings of the environment, and no files.
     pub fn from_env() -> Self {
         Self {
             webhooks: std::sync::Arc::new(crate::outbound::Settings::from_env()),
+            files: None,
         }
     }
 }
@@ -91,7 +127,12 @@ impl JobRunner for Jobs {
         let outcome = if message.kind.as_deref() == Some(webhooks::KIND) {
             webhooks::deliver(store, queue, &self.webhooks, message).await
         } else {
-            run(store, message).await.map(|_| ())
+            let env = Env {
+                queue: Some(queue),
+                files: self.files.as_deref(),
+                deadline: None,
+            };
+            run(store, env, message).await.map(|_| ())
         };
         outcome.map_err(|e| e.to_string())
     }

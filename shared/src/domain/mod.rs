@@ -4,6 +4,7 @@
 pub mod audit;
 pub mod batch;
 pub mod billing;
+pub mod bulk;
 pub mod business_hours;
 pub mod campaigns;
 pub mod catalog;

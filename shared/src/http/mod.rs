@@ -96,6 +96,8 @@ pub struct StateFields {
     pub webhooks: Arc<crate::outbound::Settings>,
     /// The rate limits every request passes ([`crate::ratelimit`]).
     pub limiter: Arc<crate::ratelimit::Limiter>,
+    /// The files of bulk imports and exports; `None` where none are configured.
+    pub files: Option<crate::files::SharedFiles>,
     /// What each route needs of its caller, by method and path ([`app`] fills it).
     needs: Arc<HashMap<(Method, &'static str), Need>>,
     /// The app that [`Need::Relayed`] routes send their requests through.
@@ -119,6 +121,7 @@ impl AppState {
             deliveries: None,
             webhooks: Arc::new(crate::outbound::Settings::from_env()),
             limiter: Arc::new(crate::ratelimit::Limiter::from_env()),
+            files: None,
             needs: Arc::default(),
             relay: None,
         }))
@@ -172,6 +175,17 @@ impl AppState {
         self.queue = Some(queue.clone());
         self.deliveries = Some(queue);
         self
+    }
+
+    /// `files` for bulk imports and exports.
+    pub fn with_files(mut self, files: crate::files::SharedFiles) -> Self {
+        self.files = Some(files);
+        self
+    }
+
+    /// The files of bulk jobs, or a 503 saying they are not configured.
+    pub fn files(&self) -> Result<&dyn crate::files::Files, ApiError> {
+        crate::files::configured(self.files.as_deref())
     }
 
     /// Rate limits other than the environment's (tests: off, or small).

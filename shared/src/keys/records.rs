@@ -82,6 +82,36 @@ pub fn import_chunk(workspace_id: WorkspaceId, job_id: &str, n: usize) -> Key {
     Key::new(import_chunks(workspace_id, job_id), format!("CHUNK#{n:04}"))
 }
 
+/// A bulk import job (`/v3/imports/{id}`); the partition lists them, newest last.
+pub fn bulk_import(workspace_id: WorkspaceId, job_id: &str) -> Key {
+    Key::new(collection(workspace_id, "BULKIMPORT"), job_id)
+}
+
+/// The failed rows of a bulk import, one item a window, by its first row.
+pub fn bulk_import_errors(workspace_id: WorkspaceId, job_id: &str) -> String {
+    collection(workspace_id, &format!("BULKIMPORT#{job_id}#ERR"))
+}
+
+pub fn bulk_import_error(workspace_id: WorkspaceId, job_id: &str, first_row: u64) -> Key {
+    Key::new(
+        bulk_import_errors(workspace_id, job_id),
+        format!("ROW#{first_row:010}"),
+    )
+}
+
+/// The mark of a row of a bulk import whose change landed (`record::marks`).
+pub fn bulk_import_row(workspace_id: WorkspaceId, job_id: &str, row: u64) -> Key {
+    Key::new(
+        collection(workspace_id, &format!("BULKIMPORT#{job_id}#ROW")),
+        format!("ROW#{row:010}"),
+    )
+}
+
+/// A bulk export job (`/v3/exports/{id}`).
+pub fn bulk_export(workspace_id: WorkspaceId, job_id: &str) -> Key {
+    Key::new(collection(workspace_id, "BULKEXPORT"), job_id)
+}
+
 pub fn welcome_message(ws: WorkspaceId, id: &str) -> Key {
     Key::new(welcome_messages(ws), id)
 }

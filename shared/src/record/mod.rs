@@ -12,6 +12,7 @@
 mod audit;
 pub mod event;
 pub mod guard;
+pub mod marks;
 mod mutation;
 pub mod sharing;
 mod write;

@@ -326,6 +326,21 @@ impl<'a> Mutation<'a> {
             1,
         );
         self.count_list(keys::audit_counter(), 1);
+        // A bulk import's row: its mark lands with the change or not at all;
+        // first, so that a row run again fails on it before any other claim.
+        let creates = self.changes.iter().any(|c| c.verb == "created");
+        if let Some(mark) = super::marks::current(resource_id, creates) {
+            self.writes.insert(
+                0,
+                (
+                    Write::Put {
+                        item: mark,
+                        condition: Some(Condition::NotExists),
+                    },
+                    Some(OnFailure::Error(super::marks::conflict())),
+                ),
+            );
+        }
         for mut change in std::mem::take(&mut self.changes) {
             if self.redact {
                 change.previous = None;
@@ -347,7 +362,10 @@ impl<'a> Mutation<'a> {
         if super::sharing::active() && self.writes.len() < crate::store::MAX_TRANSACTION_ITEMS {
             let writes: Vec<Write> = self.writes.iter().map(|(w, _)| w.clone()).collect();
             match super::sharing::offer(store, &writes, resource_id).await {
-                Some(super::sharing::Outcome::Landed) => return Ok(()),
+                Some(super::sharing::Outcome::Landed) => {
+                    super::marks::landed();
+                    return Ok(());
+                }
                 Some(super::sharing::Outcome::Failed(e)) => return Err(CommitError::Api(e.into())),
                 // Alone: its transaction failed a condition; on its own now.
                 Some(super::sharing::Outcome::Alone) | None => {}
@@ -383,6 +401,7 @@ impl<'a> Mutation<'a> {
                     if let Some(guard) = guard {
                         guard.landed();
                     }
+                    super::marks::landed();
                     return Ok(());
                 }
                 Err(StoreError::ConditionFailed { index }) => {

@@ -77,6 +77,8 @@ pub struct Function {
     pub reads_index: bool,
     /// The queues it sends to (their logical ids).
     pub sends_to: BTreeSet<String>,
+    /// Its S3 actions (`<action> if <condition>`).
+    pub s3_actions: BTreeSet<String>,
     pub log_retention: Value,
     /// What invokes it besides routes: a queue or the table's stream, with
     /// the settings of the mapping ([`event_source`]).
@@ -93,6 +95,8 @@ pub struct Stack {
     pub table_policies: (Value, Value),
     /// Every SQS queue, by logical id.
     pub queues: BTreeMap<String, Value>,
+    /// Every S3 bucket and bucket policy, by logical id: their properties.
+    pub buckets: BTreeMap<String, Value>,
     pub api_throttling: (Value, Value),
     pub other_alarms: BTreeSet<String>,
     pub functions: BTreeMap<String, Function>,
@@ -112,6 +116,10 @@ impl Stack {
                 .collect(),
             queues: of_type(t, "AWS::SQS::Queue")
                 .map(|(id, _)| (id.clone(), queue_of(t, id)))
+                .collect(),
+            buckets: of_type(t, "AWS::S3::Bucket")
+                .chain(of_type(t, "AWS::S3::BucketPolicy"))
+                .map(|(id, r)| (id.clone(), r["Properties"].clone()))
                 .collect(),
             ..Stack::default()
         };
@@ -243,6 +251,9 @@ pub fn dynamodb_of(statements: &[Value], function: &mut Function) {
                     .dynamodb_actions
                     .insert(format!("{action}{condition}"));
                 function.reads_index |= statement["Resource"].to_string().contains("/index/gsi1");
+            }
+            if action.starts_with("s3:") {
+                function.s3_actions.insert(format!("{action}{condition}"));
             }
             if action == "sqs:SendMessage" {
                 function.sends_to.insert(target(&statement["Resource"]));

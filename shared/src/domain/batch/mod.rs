@@ -66,6 +66,44 @@ pub struct BatchRequest<K, D> {
     pub operations: Vec<Value>,
     #[serde(skip)]
     kind: PhantomData<(K, D)>,
+    /// The rows of a bulk import these operations are ([`RowMarks`]).
+    #[serde(skip)]
+    #[schemars(skip)]
+    marks: Option<RowMarks>,
+}
+
+/// Operations that are rows `first_row..` of bulk import `job_id`: each
+/// commits with its row's mark (`record::marks`), so a resumed job applies
+/// no row twice.
+#[derive(Debug, Clone)]
+pub struct RowMarks {
+    pub workspace_id: crate::ids::WorkspaceId,
+    pub job_id: String,
+    pub first_row: u64,
+}
+
+impl<K, D> BatchRequest<K, D> {
+    /// The operations of rows of a bulk import (no limit of 100: the
+    /// import sizes its windows).
+    pub fn marked(operations: Vec<Value>, marks: RowMarks) -> Self {
+        Self {
+            operations,
+            kind: PhantomData,
+            marks: Some(marks),
+        }
+    }
+}
+
+/// Runs `f` with the mark of operation `index`, when the batch is an import's.
+async fn with_mark<F: Future>(marks: Option<&RowMarks>, index: usize, f: F) -> F::Output {
+    match marks {
+        Some(m) => {
+            let key =
+                crate::keys::bulk_import_row(m.workspace_id, &m.job_id, m.first_row + index as u64);
+            crate::record::marks::marked(key, f).await
+        }
+        None => f.await,
+    }
 }
 
 /// One operation: what to do (`op`), to which record (`id`, or found `by`
@@ -242,6 +280,7 @@ where
     Fut: Future<Output = ApiResult<Applied<V>>>,
 {
     let operations = &request.operations;
+    let marks = request.marks.as_ref();
     let mut answer = BatchAnswer {
         results: Vec::with_capacity(operations.len()),
         succeeded: 0,
@@ -277,7 +316,7 @@ where
                                 Err(e) => sharing.run(store, order, async { Err(e) }).await,
                                 // A domain function names the body's fields: they are in `data`.
                                 Ok(running) => sharing
-                                    .run(store, order, running)
+                                    .run(store, order, with_mark(marks, start + order, running))
                                     .await
                                     .map_err(|e| named(e, "data")),
                             }
@@ -296,7 +335,9 @@ where
                     continue;
                 }
                 if let Ok(op) = from_value::<Operation<K, D>>(&operations[start + offset]) {
-                    *outcome = apply(op).await.map_err(|e| named(e, "data"));
+                    *outcome = with_mark(marks, start + offset, apply(op))
+                        .await
+                        .map_err(|e| named(e, "data"));
                 }
             }
         }

@@ -15,7 +15,9 @@ use crate::record;
 use crate::store::{Index, Query, SkRange, Store};
 
 /// What an upsert finds the contact by.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub enum UpsertKey {
     /// The phone identity: any format of one number (the ninth digit and the

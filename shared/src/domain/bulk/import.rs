@@ -1,0 +1,828 @@
+//! Bulk imports: the job, its API and its run.
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use validator::Validate;
+
+use super::rows::{self, Kinds, Shape};
+use super::{
+    Format, JobStatus, JobTimes, Mapping, Object, check_mapping, commit_status, file_name, find,
+    rate, require, save_progress,
+};
+use crate::auth::{Caller, Identity, Scope};
+use crate::domain::batch::{self, BatchRequest, ItemResult, RowMarks};
+use crate::domain::contacts::UpsertKey;
+use crate::error::{ApiError, ApiResult};
+use crate::files::{Files, MAX_IMPORT_BYTES};
+use crate::ids::{self, WorkspaceId};
+use crate::keys;
+use crate::queue::{JobMessage, JobQueue};
+use crate::record::{self, Mutation, Record, Stamps, marks};
+use crate::store::{Item, Key, PK, SK, Store, TTL, TYPE, Write};
+
+/// The kind of job message of a bulk import.
+pub const KIND: &str = "bulkImport";
+/// Rows run together: one batch of the resource (its shared commits).
+pub const WINDOW: usize = 100;
+/// Bytes read from the file at a time; grown for a row longer than this.
+const BLOCK: usize = 1024 * 1024;
+/// The longest row taken.
+const MAX_ROW: usize = 16 * 1024 * 1024;
+/// Failed rows are kept as long as the files: a week.
+const ERRORS_TTL_DAYS: i64 = 7;
+
+/// What each row does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[schemars(rename = "ImportMode")]
+pub enum Mode {
+    /// Creates a record per row (the default; products take only `update`).
+    Create,
+    /// Contacts: updates the contact found `by` its phone, e-mail or
+    /// `externalId`, or creates it. Tags: by name.
+    Upsert,
+    /// Updates the record of the row's `id` column.
+    Update,
+}
+
+impl Mode {
+    fn op(self) -> &'static str {
+        match self {
+            Mode::Create => "create",
+            Mode::Upsert => "upsert",
+            Mode::Update => "update",
+        }
+    }
+}
+
+/// `POST /v3/imports`.
+#[derive(Debug, Deserialize, Validate, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ImportCreate {
+    pub object: Object,
+    /// `csv` (the default; a header row names the columns) or `jsonl`.
+    pub format: Option<Format>,
+    /// `create` (the default), `upsert` (contacts, tags) or `update` (by `id`).
+    pub mode: Option<Mode>,
+    /// What a contacts upsert finds the contact by (default `phone`).
+    pub by: Option<UpsertKey>,
+    /// Column (or JSON key) to field: `{"E-mail": "email", "Plan":
+    /// "customFields.plan", "Notes": ""}` (empty: the column is skipped).
+    /// Unmapped columns are fields of their own name.
+    #[validate(length(max = 200))]
+    pub mapping: Option<Mapping>,
+}
+
+/// A bulk import.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ImportJob {
+    pub id: String,
+    pub workspace_id: WorkspaceId,
+    pub object: Object,
+    pub format: Format,
+    pub mode: Mode,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<UpsertKey>,
+    #[serde(default)]
+    pub mapping: Mapping,
+    pub status: JobStatus,
+    /// The token that made it (the rows' audit entries name the job).
+    pub token_id: String,
+    pub file: String,
+    /// The CSV header, once read.
+    #[serde(default)]
+    pub columns: Vec<String>,
+    /// The checkpoint: the first byte of the next row.
+    pub offset: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    pub rows: u64,
+    pub created: u64,
+    pub updated: u64,
+    pub failed: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(flatten)]
+    pub times: JobTimes,
+    #[serde(flatten)]
+    pub stamps: Stamps,
+    pub version: u64,
+}
+
+impl Record for ImportJob {
+    const TYPE: &'static str = "BulkImport";
+    fn key(&self) -> Key {
+        keys::bulk_import(self.workspace_id, &self.id)
+    }
+}
+
+/// A bulk import as the API shows it.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ImportView {
+    pub id: String,
+    pub object: Object,
+    pub format: Format,
+    pub mode: Mode,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by: Option<UpsertKey>,
+    pub mapping: Mapping,
+    pub status: JobStatus,
+    /// While `awaitingUpload`: PUT the file here (good for an hour; each
+    /// read of the job gives a fresh one), then `POST /v3/imports/{id}/start`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upload_url: Option<String>,
+    /// The file's size, once started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// How far the job has read the file.
+    pub bytes_read: u64,
+    /// Rows read so far: each created, updated or failed.
+    pub rows: u64,
+    pub created: u64,
+    pub updated: u64,
+    /// Rows refused, each with its reason at `GET /v3/imports/{id}/errors`.
+    pub failed: u64,
+    /// Rows a second since the job started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rows_per_second: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(flatten)]
+    pub times: JobTimes,
+    #[serde(flatten)]
+    pub stamps: Stamps,
+}
+
+impl ImportView {
+    pub fn of(job: ImportJob, upload_url: Option<String>) -> Self {
+        let until = job.times.finished_at.unwrap_or_else(ids::now);
+        Self {
+            rows_per_second: rate(job.rows, job.times.started_at, until),
+            id: job.id,
+            object: job.object,
+            format: job.format,
+            mode: job.mode,
+            by: job.by,
+            mapping: job.mapping,
+            status: job.status,
+            upload_url,
+            bytes: job.bytes,
+            bytes_read: job.offset,
+            rows: job.rows,
+            created: job.created,
+            updated: job.updated,
+            failed: job.failed,
+            error: job.error,
+            times: job.times,
+            stamps: job.stamps,
+        }
+    }
+}
+
+/// The modes each object takes (as its batch does).
+fn check_mode(object: Object, mode: Mode, by: Option<UpsertKey>) -> ApiResult<()> {
+    let allowed: &[Mode] = match object {
+        Object::Contacts | Object::Tags => &[Mode::Create, Mode::Upsert, Mode::Update],
+        Object::Deals => &[Mode::Create, Mode::Update],
+        Object::Products => &[Mode::Update],
+    };
+    if !allowed.contains(&mode) {
+        return Err(ApiError::field(
+            "mode",
+            format!(
+                "{} imports take {}",
+                object.name(),
+                allowed
+                    .iter()
+                    .map(|m| m.op())
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            ),
+        ));
+    }
+    if by.is_some() && !(object == Object::Contacts && mode == Mode::Upsert) {
+        return Err(ApiError::field(
+            "by",
+            "is only taken by an upsert of contacts",
+        ));
+    }
+    Ok(())
+}
+
+/// `POST /v3/imports`: the job, awaiting its file.
+pub async fn create(
+    store: &dyn Store,
+    files: &dyn Files,
+    caller: &Caller,
+    input: ImportCreate,
+) -> ApiResult<ImportView> {
+    require(caller, Scope::Write(input.object.resource())).await?;
+    let default_mode = match input.object {
+        Object::Products => Mode::Update,
+        _ => Mode::Create,
+    };
+    let mode = input.mode.unwrap_or(default_mode);
+    check_mode(input.object, mode, input.by)?;
+    let mapping = input.mapping.unwrap_or_default();
+    check_mapping(&mapping)?;
+    let format = input.format.unwrap_or(Format::Csv);
+    let id = ids::new_ulid();
+    let ws = caller.workspace_id;
+    let job = ImportJob {
+        file: file_name(ws, "import", &id, format),
+        id,
+        workspace_id: ws,
+        object: input.object,
+        format,
+        mode,
+        by: input
+            .by
+            .or((input.object == Object::Contacts && mode == Mode::Upsert)
+                .then_some(UpsertKey::Phone)),
+        mapping,
+        status: JobStatus::AwaitingUpload,
+        token_id: caller.token_id().await?.to_owned(),
+        columns: Vec::new(),
+        offset: 0,
+        bytes: None,
+        rows: 0,
+        created: 0,
+        updated: 0,
+        failed: 0,
+        error: None,
+        times: JobTimes::default(),
+        stamps: Stamps::new(),
+        version: 1,
+    };
+    let url = files.upload_url(&job.file).await?;
+    let mut m = Mutation::new(caller);
+    m.create(&job)?;
+    m.commit(store, "import.create", "bulk", &job.id).await?;
+    Ok(ImportView::of(job, Some(url)))
+}
+
+async fn read(store: &dyn Store, caller: &Caller, id: &str) -> ApiResult<ImportJob> {
+    let job: ImportJob = find(
+        store,
+        &keys::bulk_import(caller.workspace_id, id),
+        id,
+        "import",
+    )
+    .await?;
+    require(caller, Scope::Read(job.object.resource())).await?;
+    Ok(job)
+}
+
+/// `GET /v3/imports/{id}`: a fresh upload URL while it awaits its file.
+pub async fn get(
+    store: &dyn Store,
+    files: &dyn Files,
+    caller: &Caller,
+    id: &str,
+) -> ApiResult<ImportView> {
+    let job = read(store, caller, id).await?;
+    let url = match job.status {
+        JobStatus::AwaitingUpload => Some(files.upload_url(&job.file).await?),
+        _ => None,
+    };
+    Ok(ImportView::of(job, url))
+}
+
+/// `POST /v3/imports/{id}/start`: queues the job once its file is there.
+/// Starting a started job answers it as it is.
+pub async fn start(
+    store: &dyn Store,
+    files: &dyn Files,
+    queue: &dyn JobQueue,
+    caller: &Caller,
+    id: &str,
+) -> ApiResult<ImportView> {
+    let mut job = read(store, caller, id).await?;
+    require(caller, Scope::Write(job.object.resource())).await?;
+    if job.status != JobStatus::AwaitingUpload {
+        return Ok(ImportView::of(job, None));
+    }
+    let Some(size) = files.size(&job.file).await? else {
+        return Err(ApiError::conflict(
+            "the file has not been uploaded: PUT it to the job's uploadUrl first",
+        ));
+    };
+    if size > MAX_IMPORT_BYTES {
+        return Err(ApiError::new(
+            http::StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "the file is {} MB; an import takes at most {} MB (split it in several jobs)",
+                size >> 20,
+                MAX_IMPORT_BYTES >> 20
+            ),
+        ));
+    }
+    let version = job.version;
+    job.status = JobStatus::Queued;
+    job.bytes = Some(size);
+    job.stamps.touch();
+    job.version += 1;
+    commit_status(store, caller, &job, version, "import.start", &job.id).await?;
+    let message = JobMessage::new(KIND, job.workspace_id, job.id.clone());
+    queue.send(&message).await.map_err(|e| {
+        tracing::error!(job = %job.id, error = %e, "could not queue an import");
+        ApiError::unavailable("the import could not be queued; start it again")
+    })?;
+    Ok(ImportView::of(job, None))
+}
+
+/// `POST /v3/imports/{id}/cancel`: stops the job at its next window; the
+/// rows applied stay. A finished job answers as it is.
+pub async fn cancel(store: &dyn Store, caller: &Caller, id: &str) -> ApiResult<ImportView> {
+    loop {
+        let mut job = read(store, caller, id).await?;
+        require(caller, Scope::Write(job.object.resource())).await?;
+        if job.status.is_final() {
+            return Ok(ImportView::of(job, None));
+        }
+        let version = job.version;
+        job.status = JobStatus::Canceled;
+        job.times.finished_at = Some(ids::now());
+        job.stamps.touch();
+        job.version += 1;
+        match commit_status(store, caller, &job, version, "import.cancel", &job.id).await {
+            Ok(()) => return Ok(ImportView::of(job, None)),
+            // The worker's checkpoint came first: read it again.
+            Err(e) if record::changed_meanwhile(&e) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// One failed row, as `GET /v3/imports/{id}/errors` lists it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+struct Failure {
+    row: u64,
+    error: String,
+    record: String,
+}
+
+/// `GET /v3/imports/{id}/errors`: the failed rows as CSV (`row,error,record`),
+/// up to [`ERRORS_PAGE`] windows' worth after row `after`; the next row to
+/// ask from when there are more.
+pub async fn errors(
+    store: &dyn Store,
+    caller: &Caller,
+    id: &str,
+    after: Option<u64>,
+) -> ApiResult<(String, Option<u64>)> {
+    let job = read(store, caller, id).await?;
+    let mut query = crate::store::Query::new(
+        crate::store::Index::TABLE,
+        keys::bulk_import_errors(job.workspace_id, &job.id),
+        crate::store::SkRange::All,
+    );
+    query.limit = Some(ERRORS_PAGE);
+    if let Some(after) = after {
+        let key = keys::bulk_import_error(job.workspace_id, &job.id, after);
+        query.start_after = Some(Item::from_iter([
+            (PK.to_owned(), key.pk.into()),
+            (SK.to_owned(), key.sk.into()),
+        ]));
+    }
+    let page = store.query(&query).await?;
+    let mut out = csv::Writer::from_writer(Vec::new());
+    let _ = out.write_record(["row", "error", "record"]);
+    let mut last = None;
+    for item in &page.items {
+        last = item
+            .get(SK)
+            .and_then(Value::as_str)
+            .and_then(|sk| sk.strip_prefix("ROW#"))
+            .and_then(|n| n.parse::<u64>().ok());
+        let failures: Vec<Failure> =
+            serde_json::from_value(item.get("failures").cloned().unwrap_or_default())
+                .unwrap_or_default();
+        for f in failures {
+            let _ = out.write_record([f.row.to_string(), f.error, f.record]);
+        }
+    }
+    let text = String::from_utf8(out.into_inner().unwrap_or_default()).unwrap_or_default();
+    Ok((text, page.last_key.and(last)))
+}
+
+/// `GET /v3/imports/{id}/errors`.
+#[derive(Debug, Deserialize, Validate, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "ImportErrorsQuery")]
+pub struct ErrorsQuery {
+    /// The row after which to list (the `Link` of the page before gives it).
+    pub after: Option<u64>,
+}
+
+/// Windows of failed rows in one page of `errors`.
+pub const ERRORS_PAGE: usize = 50;
+
+/// What a run of a job may do besides its store.
+pub struct Run<'a> {
+    pub files: &'a dyn Files,
+    pub queue: Option<&'a dyn JobQueue>,
+    /// Past it, the job checkpoints, sends itself again and returns (a
+    /// Lambda's time); `None`: to the end.
+    pub deadline: Option<Instant>,
+}
+
+/// Runs a job from its checkpoint: windows of rows through the resource's
+/// batch, each followed by a checkpoint, until the file ends, the job is
+/// canceled or the deadline passes. Safe to run again and side by side.
+pub async fn process(
+    store: &dyn Store,
+    run: &Run<'_>,
+    ws: WorkspaceId,
+    id: &str,
+) -> ApiResult<ImportJob> {
+    let key = keys::bulk_import(ws, id);
+    let mut job: ImportJob = record::find(store, &key, true, "import").await?;
+    if job.status.is_final() || job.status == JobStatus::AwaitingUpload {
+        return Ok(job);
+    }
+    // The rows act as the job, with the scope the job was made with.
+    let caller = Caller::new(
+        Identity {
+            workspace_id: ws,
+            token_id: format!("import:{}", job.id),
+            scopes: vec![Scope::Write(job.object.resource())],
+            expires_at: None,
+        },
+        job.id.clone(),
+    );
+    if job.status == JobStatus::Queued {
+        let version = job.version;
+        job.status = JobStatus::Running;
+        job.times.started_at = Some(ids::now());
+        job.version += 1;
+        if !save_progress(store, &job, version, Vec::new()).await? {
+            return record::find(store, &key, true, "import").await;
+        }
+    }
+    let size = match run.files.size(&job.file).await? {
+        Some(size) => size,
+        None => return fail(store, &caller, job, "the uploaded file is gone").await,
+    };
+    let kinds = Kinds::of(schema_of(job.object, job.mode));
+    let mut block_size = BLOCK;
+    while job.offset < size {
+        if run.deadline.is_some_and(|d| Instant::now() >= d) {
+            return pause(run, job).await;
+        }
+        let block = run.files.read(&job.file, job.offset, block_size).await?;
+        let at_end = job.offset + block.len() as u64 >= size;
+        let shape = Shape {
+            op: job.mode.op(),
+            by: job.by.map(|b| json!(b)),
+            mapping: &job.mapping,
+            kinds: &kinds,
+        };
+        let mut columns = job.columns.clone();
+        let parsed = match rows::parse(
+            job.format,
+            &block,
+            at_end,
+            &mut columns,
+            &shape,
+            job.rows + 1,
+            WINDOW,
+        ) {
+            Ok(parsed) => parsed,
+            Err(reason) => return fail(store, &caller, job, &reason).await,
+        };
+        if parsed.consumed == 0 {
+            // No whole row in the block: a longer one.
+            if at_end || block_size >= MAX_ROW {
+                let reason = format!(
+                    "row {} is longer than {} MB or has an unclosed quote",
+                    job.rows + 1,
+                    MAX_ROW >> 20
+                );
+                return fail(store, &caller, job, &reason).await;
+            }
+            block_size *= 2;
+            continue;
+        }
+        block_size = BLOCK;
+        let window = apply(store, &caller, &job, parsed.rows).await?;
+        let version = job.version;
+        job.columns = columns;
+        job.offset += parsed.consumed as u64;
+        job.rows += window.rows;
+        job.created += window.created;
+        job.updated += window.updated;
+        job.failed += window.failures.len() as u64;
+        job.version += 1;
+        let more = match window.failures.first() {
+            None => Vec::new(),
+            Some(first) => vec![errors_item(&job, first.row, &window.failures)?],
+        };
+        if !save_progress(store, &job, version, more).await? {
+            // Canceled, or another run of it moved on: that one goes on.
+            return record::find(store, &key, true, "import").await;
+        }
+    }
+    let version = job.version;
+    job.status = JobStatus::Done;
+    job.times.finished_at = Some(ids::now());
+    job.stamps.touch();
+    job.version += 1;
+    match commit_status(store, &caller, &job, version, "import.complete", &job.id).await {
+        Ok(()) => {}
+        Err(e) if record::changed_meanwhile(&e) => {
+            return record::find(store, &key, true, "import").await;
+        }
+        Err(e) => return Err(e),
+    }
+    // The file held the rows for this run only (personal data, kept no longer).
+    if let Err(e) = run.files.remove(&job.file).await {
+        tracing::warn!(job = %job.id, error = %e, "could not remove an import's file");
+    }
+    Ok(job)
+}
+
+/// The deadline came: the job goes on in a new message.
+async fn pause(run: &Run<'_>, job: ImportJob) -> ApiResult<ImportJob> {
+    let queue = run
+        .queue
+        .ok_or_else(|| ApiError::unavailable("no queue to resume the import on"))?;
+    queue
+        .send(&JobMessage::new(KIND, job.workspace_id, job.id.clone()))
+        .await
+        .map_err(ApiError::unavailable)?;
+    Ok(job)
+}
+
+async fn fail(
+    store: &dyn Store,
+    caller: &Caller,
+    mut job: ImportJob,
+    reason: &str,
+) -> ApiResult<ImportJob> {
+    let version = job.version;
+    job.status = JobStatus::Failed;
+    job.error = Some(reason.to_owned());
+    job.times.finished_at = Some(ids::now());
+    job.stamps.touch();
+    job.version += 1;
+    commit_status(store, caller, &job, version, "import.fail", &job.id).await?;
+    Ok(job)
+}
+
+/// The JSON Schema of a row's `data`: the body of the object's single route.
+fn schema_of(object: Object, mode: Mode) -> Value {
+    use crate::domain::{contacts, deals, products, tags};
+    let schema = match (object, mode) {
+        (Object::Contacts, _) => schemars::schema_for!(contacts::ContactInput),
+        (Object::Deals, Mode::Update) => schemars::schema_for!(deals::DealPatch),
+        (Object::Deals, _) => schemars::schema_for!(deals::DealCreate),
+        (Object::Tags, Mode::Update) => schemars::schema_for!(tags::PatchTag),
+        (Object::Tags, _) => schemars::schema_for!(tags::CreateTag),
+        (Object::Products, _) => schemars::schema_for!(products::PatchProduct),
+    };
+    serde_json::to_value(schema).unwrap_or_default()
+}
+
+/// What a window did.
+struct Window {
+    rows: u64,
+    created: u64,
+    updated: u64,
+    failures: Vec<Failure>,
+}
+
+/// Runs a window's rows through the object's batch, each with its mark.
+async fn apply(
+    store: &dyn Store,
+    caller: &Caller,
+    job: &ImportJob,
+    rows: Vec<rows::Row>,
+) -> ApiResult<Window> {
+    let mut window = Window {
+        rows: rows.len() as u64,
+        created: 0,
+        updated: 0,
+        failures: Vec::new(),
+    };
+    let Some(first) = rows.first().map(|r| r.number) else {
+        return Ok(window);
+    };
+    // Rows that are operations, by position in the batch; marks by row number.
+    let mut operations = Vec::new();
+    let mut of_operation = Vec::new();
+    for (at, row) in rows.iter().enumerate() {
+        match &row.operation {
+            Ok(op) => {
+                operations.push(op.clone());
+                of_operation.push(at);
+            }
+            Err(reason) => window.failures.push(Failure {
+                row: row.number,
+                error: reason.clone(),
+                record: row.text.clone(),
+            }),
+        }
+    }
+    let results = run_batch(store, caller, job, first, operations, &of_operation, &rows).await;
+    let mut again = Vec::new();
+    for (result, at) in results.into_iter().zip(&of_operation) {
+        let row = &rows[*at];
+        match result {
+            Outcome::Applied { created: true } => window.created += 1,
+            Outcome::Applied { created: false } => window.updated += 1,
+            Outcome::Marked => again.push(row.number),
+            Outcome::Failed {
+                server: true,
+                reason,
+            } => {
+                // The store failed: the window runs again from the checkpoint.
+                return Err(ApiError::unavailable(reason));
+            }
+            Outcome::Failed { reason, .. } => window.failures.push(Failure {
+                row: row.number,
+                error: reason,
+                record: row.text.clone(),
+            }),
+        }
+    }
+    // Rows applied by a run whose checkpoint was lost: counted from their marks.
+    let keys: Vec<Key> = again
+        .iter()
+        .map(|n| keys::bulk_import_row(job.workspace_id, &job.id, *n))
+        .collect();
+    for chunk in keys.chunks(crate::store::MAX_BATCH_GET) {
+        for item in store.batch_get(chunk).await? {
+            match marks::read(&item) {
+                Some((_, true)) => window.created += 1,
+                _ => window.updated += 1,
+            }
+        }
+    }
+    window.failures.sort_by_key(|f| f.row);
+    Ok(window)
+}
+
+enum Outcome {
+    Applied {
+        created: bool,
+    },
+    /// Applied by an earlier run.
+    Marked,
+    Failed {
+        server: bool,
+        reason: String,
+    },
+}
+
+/// The batch of the job's object over `operations` (row `first + i` is the
+/// mark of the operation of row index `of_operation[i]`).
+async fn run_batch(
+    store: &dyn Store,
+    caller: &Caller,
+    job: &ImportJob,
+    first: u64,
+    operations: Vec<Value>,
+    of_operation: &[usize],
+    rows: &[rows::Row],
+) -> Vec<Outcome> {
+    if operations.is_empty() {
+        return Vec::new();
+    }
+    // Marks are by row number: the batch numbers its operations from 0, so
+    // a window whose rows all became operations maps one to one; otherwise
+    // each operation runs in a batch of its own run of rows.
+    let contiguous = of_operation
+        .iter()
+        .enumerate()
+        .all(|(i, at)| rows[*at].number == first + i as u64);
+    if contiguous {
+        let marks = RowMarks {
+            workspace_id: job.workspace_id,
+            job_id: job.id.clone(),
+            first_row: first,
+        };
+        return batch_of(store, caller, job.object, operations, marks).await;
+    }
+    let mut outcomes = Vec::with_capacity(operations.len());
+    // Runs of consecutive row numbers, each its own batch.
+    let mut start = 0;
+    while start < operations.len() {
+        let mut end = start + 1;
+        while end < operations.len()
+            && rows[of_operation[end]].number == rows[of_operation[end - 1]].number + 1
+        {
+            end += 1;
+        }
+        let marks = RowMarks {
+            workspace_id: job.workspace_id,
+            job_id: job.id.clone(),
+            first_row: rows[of_operation[start]].number,
+        };
+        outcomes.extend(
+            batch_of(
+                store,
+                caller,
+                job.object,
+                operations[start..end].to_vec(),
+                marks,
+            )
+            .await,
+        );
+        start = end;
+    }
+    outcomes
+}
+
+async fn batch_of(
+    store: &dyn Store,
+    caller: &Caller,
+    object: Object,
+    operations: Vec<Value>,
+    marks: RowMarks,
+) -> Vec<Outcome> {
+    fn outcomes<V>(results: Vec<ItemResult<V>>) -> Vec<Outcome> {
+        results.into_iter().map(outcome).collect()
+    }
+    match object {
+        Object::Contacts => outcomes(
+            batch::contacts(store, caller, BatchRequest::marked(operations, marks))
+                .await
+                .results,
+        ),
+        Object::Deals => outcomes(
+            batch::deals(store, caller, BatchRequest::marked(operations, marks))
+                .await
+                .results,
+        ),
+        Object::Tags => outcomes(
+            batch::tags(store, caller, BatchRequest::marked(operations, marks))
+                .await
+                .results,
+        ),
+        Object::Products => outcomes(
+            batch::products(store, caller, BatchRequest::marked(operations, marks))
+                .await
+                .results,
+        ),
+    }
+}
+
+fn outcome<V>(result: ItemResult<V>) -> Outcome {
+    match result.error {
+        None => Outcome::Applied {
+            created: result.created.unwrap_or(false),
+        },
+        Some(error) if marks::already_applied_body(&error) => Outcome::Marked,
+        Some(error) => Outcome::Failed {
+            server: result.status >= 500,
+            reason: describe(&error),
+        },
+    }
+}
+
+/// An error body as one line: each field's problem, or the message.
+fn describe(error: &Value) -> String {
+    let strip = |field: &str| {
+        let field = field.split_once("].").map_or(field, |(_, rest)| rest);
+        field.strip_prefix("data.").unwrap_or(field).to_owned()
+    };
+    match error["details"].as_array() {
+        Some(details) if !details.is_empty() => details
+            .iter()
+            .map(|d| {
+                format!(
+                    "{}: {}",
+                    strip(d["field"].as_str().unwrap_or_default()),
+                    d["problem"].as_str().unwrap_or_default()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        _ => error["message"].as_str().unwrap_or("refused").to_owned(),
+    }
+}
+
+/// The failed rows of a window, one item, expiring with the files.
+fn errors_item(job: &ImportJob, first_row: u64, failures: &[Failure]) -> ApiResult<Write> {
+    let key = keys::bulk_import_error(job.workspace_id, &job.id, first_row);
+    let ttl = chrono::Utc::now().timestamp() + ERRORS_TTL_DAYS * 86_400;
+    let item = json!({
+        PK: key.pk,
+        SK: key.sk,
+        TYPE: "BulkImportErrors",
+        "failures": failures,
+        TTL: ttl,
+    });
+    match item {
+        Value::Object(item) => Ok(Write::Put {
+            item,
+            condition: None,
+        }),
+        _ => Err(ApiError::internal("an errors item is an object")),
+    }
+}
