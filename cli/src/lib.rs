@@ -1,6 +1,9 @@
 //! The whole API as one application: every resource group on one Router, the way
 //! `crm serve` runs it locally and the tests drive it.
 
+pub mod remote;
+pub mod transfer;
+
 use shared::http::{self, AppState, Group};
 
 /// Every resource group of the API. A new group is one more line here.

@@ -53,6 +53,12 @@ enum Command {
     /// since the backup: the erasure ledger of the live store lists them (ids
     /// only). Run it after every restore (docs/design.md, "Erasure and export").
     Erasures(Erasures),
+    /// Import a CSV or JSON-lines file of contacts, deals, tags or products
+    /// into a running API (`crm serve`, or a deployment) as a bulk job, with
+    /// a progress bar; failed rows go to `<file>.errors.csv`.
+    Import(Import),
+    /// Export every contact, deal, tag or product of a running API to a file.
+    Export(Export),
     /// Print the OpenAPI 3.1 document of every route, generated from the groups
     /// (docs/openapi.json is this output; `GET /openapi.json` serves it).
     Openapi,
@@ -120,6 +126,64 @@ struct ErasuresApply {
     /// put back in place of another).
     #[arg(long)]
     ledger_data: Option<PathBuf>,
+}
+
+/// Where the API runs, and the token to call it with.
+#[derive(Args)]
+struct Remote {
+    /// The API's address.
+    #[arg(long, env = "CRM_URL", default_value = "http://127.0.0.1:3000")]
+    url: String,
+    /// A bearer token that writes (import) or reads (export) the object.
+    #[arg(long, env = "CRM_TOKEN", hide_env_values = true)]
+    token: String,
+}
+
+impl Remote {
+    fn api(self) -> crm::remote::Api {
+        crm::remote::Api {
+            base: self.url,
+            token: self.token,
+        }
+    }
+}
+
+#[derive(Args)]
+struct Import {
+    /// The CSV (a header row names the columns) or JSON-lines file.
+    file: PathBuf,
+    /// contacts, deals, tags or products.
+    #[arg(long)]
+    object: String,
+    /// csv or jsonl (default: by the file's extension).
+    #[arg(long)]
+    format: Option<String>,
+    /// create (the default), upsert (contacts, tags) or update (by an id column).
+    #[arg(long)]
+    mode: Option<String>,
+    /// What a contacts upsert finds by: phone (the default), email or externalId.
+    #[arg(long)]
+    by: Option<String>,
+    /// A column's field, as Column=field (`--map "E-mail=email" --map "Plan=customFields.plan"`).
+    #[arg(long = "map")]
+    map: Vec<String>,
+    #[command(flatten)]
+    remote: Remote,
+}
+
+#[derive(Args)]
+struct Export {
+    /// contacts, deals, tags or products.
+    #[arg(long)]
+    object: String,
+    /// csv (the default) or jsonl.
+    #[arg(long, default_value = "csv")]
+    format: String,
+    /// Where to write the file (default `<object>.<format>`).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    #[command(flatten)]
+    remote: Remote,
 }
 
 #[derive(Args)]
@@ -195,6 +259,34 @@ async fn main() {
         Command::Erasures(Erasures {
             action: ErasuresAction::Apply(args),
         }) => erasures_apply(args).await,
+        Command::Import(args) => {
+            let api = args.remote.api();
+            let import = crm::transfer::ImportArgs {
+                file: args.file,
+                object: args.object,
+                format: args.format,
+                mode: args.mode,
+                by: args.by,
+                map: args.map,
+            };
+            crm::transfer::import(&api, import).await.map(|job| {
+                println!(
+                    "import {}: {} rows, {} created, {} updated, {} failed",
+                    job["status"], job["rows"], job["created"], job["updated"], job["failed"]
+                );
+            })
+        }
+        Command::Export(args) => {
+            let api = args.remote.api();
+            let out = args
+                .out
+                .unwrap_or_else(|| PathBuf::from(format!("{}.{}", args.object, args.format)));
+            crm::transfer::export(&api, &args.object, &args.format, &out)
+                .await
+                .map(|job| {
+                    println!("export: {} records in {}", job["records"], out.display());
+                })
+        }
         Command::Openapi => {
             println!("{}", crm::openapi());
             Ok(())

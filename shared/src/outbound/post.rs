@@ -157,8 +157,9 @@ fn retry_after(value: &str) -> Option<Duration> {
     Some(Duration::from_secs(wait.max(0) as u64))
 }
 
-/// Mozilla's roots, compiled in, on the SDK's TLS stack: built once.
-fn tls_config() -> Result<Arc<rustls::ClientConfig>, String> {
+/// Mozilla's roots, compiled in, on the SDK's TLS stack: built once (the
+/// webhook POSTs, and the `crm import`/`crm export` client).
+pub fn tls_config() -> Result<Arc<rustls::ClientConfig>, String> {
     static CONFIG: OnceLock<Result<Arc<rustls::ClientConfig>, String>> = OnceLock::new();
     CONFIG
         .get_or_init(|| {
