@@ -532,3 +532,49 @@ api_test! {
         assert_eq!(at[0], (1, 2, 1, 3));
     }
 }
+
+api_test! {
+    /// A bulk import's cost per row is a batch create's and its mark: the
+    /// same for the 1st and the 1,000th window (no read grows with the
+    /// workspace, no Scan), and the file's reads are the store of files',
+    /// not the table's. The figures of docs/bench-results.md: items and
+    /// write units per contact.
+    async fn a_bulk_import_costs_its_rows_and_a_checkpoint_a_window(app) {
+        use shared::domain::bulk::import::{self, Run};
+        let import_of = async |first: usize| -> shared::store::MetricsSnapshot {
+            let job = app.post("/v3/imports", json!({"object": "contacts", "format": "jsonl"})).await.expect(201);
+            let id = job["id"].as_str().unwrap().to_owned();
+            let lines: String = (first..first + 200)
+                .map(|i| format!("{{\"name\":\"Row {i}\",\"phone\":\"+55 31 9{:08}\",\"email\":\"row{i}@x.com\"}}\n", 40_000_000 + i))
+                .collect();
+            assert_eq!(app.put_file(job["uploadUrl"].as_str().unwrap(), lines.into_bytes()).await, 200);
+            let queue = api_tests::RecordingQueue::default();
+            let caller = shared::auth::Caller::system(1, "test");
+            import::start(app.store.as_ref(), app.files.as_ref(), &queue, &caller, &id).await.unwrap();
+            let run = Run { files: app.files.as_ref(), queue: None, deadline: None };
+            cost_of(&app, || async {
+                let done = import::process(app.store.as_ref(), &run, 1.into(), &id).await.unwrap();
+                assert_eq!(done.created, 200);
+            })
+            .await
+        };
+        let items_before = app.every_item().await.len();
+        let first = import_of(0).await;
+        let items = app.every_item().await.len() - items_before;
+        let later = import_of(10_000).await;
+        assert_eq!((first.queries, first.scanned, later.queries, later.scanned), (0, 0, 0, 0), "{first:?}");
+        assert_eq!(first.transactions, later.transactions, "{first:?} {later:?}");
+        assert_eq!(first.gets, later.gets, "{first:?} {later:?}");
+        // Per contact: the contact, its phone's sentinel, its e-mail's and
+        // name words' index items, its event, its audit entry and the row's
+        // mark (about 8.6 items); counters are shared by the window.
+        assert!(items <= 9 * 200, "{items} items for 200 contacts");
+        // DynamoDB Local does not report a transaction's capacity as DynamoDB
+        // bills it; the embedded store computes DynamoDB's rule (2 units a
+        // KB a transactional item).
+        if app.backend == api_tests::Backend::Embedded {
+            let per_row = first.write_units / 200.0;
+            assert!(per_row < 10.0, "{per_row} write units per contact ({first:?})");
+        }
+    }
+}

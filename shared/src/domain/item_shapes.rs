@@ -122,6 +122,12 @@ fn import_jobs_and_their_chunks_keep_their_shape() {
 }
 
 #[test]
+fn bulk_jobs_keep_their_shape() {
+    round_trip::<crate::domain::bulk::ImportJob>("BulkImport");
+    round_trip::<crate::domain::bulk::ExportJob>("BulkExport");
+}
+
+#[test]
 fn account_records_keep_their_shape() {
     use crate::domain::{billing, churn, redirects, welcome};
     round_trip::<billing::CheckoutLink>("CheckoutLink");

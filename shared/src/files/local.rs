@@ -35,6 +35,7 @@ impl LocalFiles {
     pub fn open(root: impl Into<PathBuf>, base_url: impl Into<String>) -> std::io::Result<Self> {
         let root = root.into();
         std::fs::create_dir_all(&root)?;
+        remove_expired(&root);
         let secret_path = root.join(".secret");
         let secret = match std::fs::read(&secret_path) {
             Ok(secret) if secret.len() == 32 => secret,
@@ -83,6 +84,29 @@ impl LocalFiles {
                 .zip(q.signature.bytes())
                 .fold(0u8, |acc, (a, b)| acc | (a ^ b))
                 == 0
+    }
+}
+
+/// Files are kept as long as on S3 (its lifecycle rule): a week.
+const KEPT: std::time::Duration = std::time::Duration::from_secs(7 * 86_400);
+
+/// Removes the files older than [`KEPT`] (they may hold people's data, which
+/// an erasure does not reach into).
+fn remove_expired(root: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > KEPT);
+        if old && name.to_str().is_some_and(|n| n != ".secret") {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
 

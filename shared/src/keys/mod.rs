@@ -55,6 +55,10 @@
 //! | Deal index        | by stage, status, operator, pipeline, contact, tag, product (with a digest) | table | `W#<ws>#DEAL#<KIND>#<value>` | `<id:16>` |
 //! | Import job        | by id                                  | table | `W#<ws>#IMPORT`       | `<ulid>`                |
 //! | Import chunk      | the contacts of a job, until it is done | table | `W#<ws>#IMPORT#<job>` | `CHUNK#<n:4>`           |
+//! | Bulk import       | by id                                  | table | `W#<ws>#BULKIMPORT`   | `<ulid>`                |
+//! | Bulk import row   | a row's mark: its change landed (TTL)  | table | `W#<ws>#BULKIMPORT#<job>#ROW` | `ROW#<row:10>`  |
+//! | Bulk import errors | a window's failed rows, by its first row (TTL) | table | `W#<ws>#BULKIMPORT#<job>#ERR` | `ROW#<row:10>` |
+//! | Bulk export       | by id                                  | table | `W#<ws>#BULKEXPORT`   | `<ulid>`                |
 //! | Welcome message   | by id (the outbox)                     | table | `W#<ws>#WELCOME`      | `<ulid>`                |
 //! | Welcome message   | by recipient (an erasure finds them)   | gsi1  | `W#<ws>#WELCOMETO#<e164>` | `<ulid>`            |
 //! | Welcome sent      | the same message within the window     | table | `W#<ws>#WELCOMESENT`  | `<e164>#<content sha256>` |
