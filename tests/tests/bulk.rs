@@ -293,3 +293,22 @@ api_test! {
         assert!(audit.to_string().contains("import:"), "{audit}");
     }
 }
+
+api_test! {
+    /// An export's file is reached only through its job: once the token that
+    /// made it is revoked, it gets no download URL (and another token needs
+    /// the object's read scope for one).
+    async fn a_revoked_token_gets_no_download_of_its_export(app) {
+        let created = app.post("/v3/api-tokens", json!({ "name": "exporter", "scopes": ["contacts:read"] })).await.expect(201);
+        let token = created["token"].as_str().unwrap().to_owned();
+        app.post("/v3/contacts", json!({"name": "Private", "email": "private@x.com"})).await.expect(201);
+        let job = app.as_token(&token).post("/v3/exports", json!({"object": "contacts"})).await.expect(201);
+        let path = format!("/v3/exports/{}", job["id"].as_str().unwrap());
+        settled(&app, &path).await;
+        assert!(app.as_token(&token).get(&path).await.expect(200)["downloadUrl"].is_string());
+        app.delete(&format!("/v3/api-tokens/{}", created["id"].as_str().unwrap())).await.expect(200);
+        app.as_token(&token).get(&path).await.expect_error(401);
+        let deals_reader = token_with(&app, &[Scope::Read(Resource::Deals)]).await;
+        app.as_token(&deals_reader).get(&path).await.expect_error(403);
+    }
+}
