@@ -72,7 +72,7 @@ enter_loopback_namespace() {
   fi
 }
 
-# A local SQS for the import path: moto's server (PyPI `moto[server]`) in a
+# A local SQS and S3 (the job queue, bulk files): moto's server (PyPI `moto[server]`) in a
 # virtual environment under the cache folder.
 moto_venv="$cache/moto-venv"
 moto_pid=
