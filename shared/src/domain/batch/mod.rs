@@ -33,6 +33,7 @@ use validator::Validate;
 use crate::error::{ApiError, ApiResult, FieldProblem, from_value, validation_error};
 use crate::ids;
 use crate::record::changed_meanwhile;
+use crate::record::marks::marked;
 use crate::record::sharing::Sharing;
 use crate::store::Store;
 
@@ -94,16 +95,13 @@ impl<K, D> BatchRequest<K, D> {
     }
 }
 
-/// Runs `f` with the mark of operation `index`, when the batch is an import's.
-async fn with_mark<F: Future>(marks: Option<&RowMarks>, index: usize, f: F) -> F::Output {
-    match marks {
-        Some(m) => {
-            let key =
-                crate::keys::bulk_import_row(m.workspace_id, &m.job_id, m.first_row + index as u64);
-            crate::record::marks::marked(key, f).await
-        }
-        None => f.await,
-    }
+/// The mark of operation `index` of an import's batch.
+fn mark_of(marks: &RowMarks, index: usize) -> crate::store::Key {
+    crate::keys::bulk_import_row(
+        marks.workspace_id,
+        &marks.job_id,
+        marks.first_row + index as u64,
+    )
 }
 
 /// One operation: what to do (`op`), to which record (`id`, or found `by`
@@ -315,10 +313,19 @@ where
                             match applied {
                                 Err(e) => sharing.run(store, order, async { Err(e) }).await,
                                 // A domain function names the body's fields: they are in `data`.
-                                Ok(running) => sharing
-                                    .run(store, order, with_mark(marks, start + order, running))
-                                    .await
-                                    .map_err(|e| named(e, "data")),
+                                // An import's row commits with its mark; a
+                                // request's operation runs as it is (its
+                                // future neither wrapped nor made larger: the
+                                // import's is boxed).
+                                Ok(running) => match marks {
+                                    None => sharing.run(store, order, running).await,
+                                    Some(m) => {
+                                        let marked =
+                                            Box::pin(marked(mark_of(m, start + order), running));
+                                        sharing.run(store, order, marked).await
+                                    }
+                                }
+                                .map_err(|e| named(e, "data")),
                             }
                         }
                     });
@@ -335,9 +342,11 @@ where
                     continue;
                 }
                 if let Ok(op) = from_value::<Operation<K, D>>(&operations[start + offset]) {
-                    *outcome = with_mark(marks, start + offset, apply(op))
-                        .await
-                        .map_err(|e| named(e, "data"));
+                    let again = match marks {
+                        None => apply(op).await,
+                        Some(m) => Box::pin(marked(mark_of(m, start + offset), apply(op))).await,
+                    };
+                    *outcome = again.map_err(|e| named(e, "data"));
                 }
             }
         }
