@@ -239,6 +239,12 @@ api_test! {
         if url.starts_with(api_tests::LOCAL_BASE) {
             let forged = url.replace("signature=", "signature=0");
             assert_eq!(app.put_file(&forged, b"name\nx\n".to_vec()).await, 403);
+            // Without its expiry and signature: refused the same way, in the error shape.
+            let bare = url.split('?').next().unwrap();
+            assert_eq!(app.put_file(bare, b"name\nx\n".to_vec()).await, 403);
+            let (status, body) = app.get_file(&format!("{bare}?expires=soon")).await;
+            assert_eq!(status, 403);
+            assert!(String::from_utf8_lossy(&body).contains("\"statusCode\":403"), "{body:?}");
         }
         // Each read gives a fresh URL while the job waits.
         assert!(app.get(&path).await.expect(200)["uploadUrl"].is_string());

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use async_trait::async_trait;
 use axum::Router;
 use axum::body::Body;
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -220,10 +221,11 @@ fn refused() -> Response {
 async fn put(
     State(files): State<std::sync::Arc<dyn Files>>,
     Path(name): Path<String>,
-    Query(q): Query<Signed>,
+    q: Result<Query<Signed>, QueryRejection>,
     request: Request,
 ) -> Response {
-    let Some(local) = files.local() else {
+    // A URL without its expiry or signature is refused as a changed one is.
+    let (Some(local), Ok(Query(q))) = (files.local(), q) else {
         return refused();
     };
     if !valid_name(&name) || !local.verify("PUT", &name, &q) {
@@ -260,9 +262,9 @@ async fn receive(files: &dyn Files, name: &str, body: Body) -> Result<(), ApiErr
 async fn get(
     State(files): State<std::sync::Arc<dyn Files>>,
     Path(name): Path<String>,
-    Query(q): Query<Signed>,
+    q: Result<Query<Signed>, QueryRejection>,
 ) -> Response {
-    let Some(local) = files.local() else {
+    let (Some(local), Ok(Query(q))) = (files.local(), q) else {
         return refused();
     };
     if !valid_name(&name) || !local.verify("GET", &name, &q) {

@@ -6,7 +6,7 @@ use serde_json::Value;
 use validator::Validate;
 
 use super::{
-    Format, JobStatus, JobTimes, Object, commit_status, file_name, find, rate, require,
+    Format, Job, JobStatus, JobTimes, Object, commit_status, file_name, rate, read, require,
     save_progress,
 };
 use crate::auth::{Caller, Identity, Scope};
@@ -190,16 +190,14 @@ pub async fn create(
     Ok(ExportView::of(job, None))
 }
 
-async fn read(store: &dyn Store, caller: &Caller, id: &str) -> ApiResult<ExportJob> {
-    let job: ExportJob = find(
-        store,
-        &keys::bulk_export(caller.workspace_id, id),
-        id,
-        "export",
-    )
-    .await?;
-    require(caller, Scope::Read(job.object.resource())).await?;
-    Ok(job)
+impl Job for ExportJob {
+    const WHAT: &'static str = "export";
+    fn key_of(workspace: WorkspaceId, id: &str) -> crate::store::Key {
+        keys::bulk_export(workspace, id)
+    }
+    fn object(&self) -> Object {
+        self.object
+    }
 }
 
 /// `GET /v3/exports/{id}`: a fresh download URL once done.
@@ -209,7 +207,7 @@ pub async fn get(
     caller: &Caller,
     id: &str,
 ) -> ApiResult<ExportView> {
-    let job = read(store, caller, id).await?;
+    let job: ExportJob = read(store, caller, id).await?;
     let url = match job.status {
         JobStatus::Done => {
             let filename = format!(

@@ -148,12 +148,23 @@ fn rate(done: u64, started: Option<Timestamp>, until: Timestamp) -> Option<f64> 
     (ms > 0).then(|| ((done as f64) * 1000.0 / ms as f64 * 10.0).round() / 10.0)
 }
 
-/// A job record's read by id, as 404 when it is not a ULID.
-async fn find<R: Record>(store: &dyn Store, key: &Key, id: &str, what: &str) -> ApiResult<R> {
+/// A bulk job's record: where it is kept, and the object whose scopes it takes.
+trait Job: Record {
+    /// Its name in a 404.
+    const WHAT: &'static str;
+    fn key_of(workspace: WorkspaceId, id: &str) -> Key;
+    fn object(&self) -> Object;
+}
+
+/// A job of the caller's workspace by id (404 when the id is not a ULID),
+/// for a token that reads its object (403 otherwise).
+async fn read<R: Job>(store: &dyn Store, caller: &Caller, id: &str) -> ApiResult<R> {
     if !ids::is_ulid(id) {
-        return Err(ApiError::not_found(what));
+        return Err(ApiError::not_found(R::WHAT));
     }
-    record::find(store, key, true, what).await
+    let job: R = record::find(store, &R::key_of(caller.workspace_id, id), true, R::WHAT).await?;
+    require(caller, Scope::Read(job.object().resource())).await?;
+    Ok(job)
 }
 
 /// Writes a job's bookkeeping (progress, a checkpoint) over version
