@@ -610,6 +610,32 @@ api_test! {
 }
 
 api_test! {
+    /// Six hundred requests of one instance at once, through leases of 50:
+    /// each lease is one read and one put, however many requests wait for
+    /// it, and no put fails its condition (requests that gave up waiting
+    /// and leased beside the lease under way sent three times the writes,
+    /// nearly all of them refused, under `crm serve`'s 256 connections).
+    async fn a_herd_waits_lease_after_lease_and_leases_beside_none(app) {
+        let limiter = Arc::new(Limiter::with(limits(1000, 10_000)));
+        let clock = Arc::new(ManualClock::starting_now());
+        let store: SharedStore = app.store.clone();
+        let before = app.metrics();
+        let all = futures::future::join_all((0..600).map(|_| {
+            shared::ids::with_clock(clock.clone(), limiter.admit(store.as_ref(), WorkspaceId(1), "herd", 1, 0))
+        }))
+        .await;
+        let mut left: Vec<u32> = all.iter().map(|a| a.standings[0].remaining).collect();
+        left.sort_unstable();
+        assert_eq!(left, (400..1000).collect::<Vec<_>>(), "each took one");
+        let after = app.metrics();
+        // The token's twelve leases of 50; the workspace's two of 500, the
+        // second read with the token's eleventh.
+        assert_eq!(after.batch_gets - before.batch_gets, 12, "one read a lease");
+        assert_eq!(after.writes - before.writes, 14, "one put a bucket and lease, none refused");
+    }
+}
+
+api_test! {
     /// A million a second through the limiter itself: a burst takes the
     /// million and no more, and a millisecond refills a thousand.
     async fn a_million_a_second_is_a_million(app) {

@@ -275,7 +275,10 @@ impl Limiter {
         for _ in 0..4 {
             let mut read: Vec<Key> = pending.iter().map(|&i| wants[i].key.clone()).collect();
             read.push(keys::rate_limits(ws));
-            let items = match how.ahead.take().filter(|ahead| ahead.keys == read) {
+            let ahead = how.ahead.take().filter(|ahead| {
+                ahead.keys == read && self.stamps(&read[..read.len() - 1]) == ahead.leases
+            });
+            let items = match ahead {
                 Some(ahead) => ahead.items,
                 None => store.batch_get(&read).await?,
             };

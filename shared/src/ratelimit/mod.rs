@@ -109,6 +109,11 @@ impl Drop for Claim<'_> {
 pub struct Ahead {
     keys: Vec<Key>,
     items: Vec<Item>,
+    /// This instance's leases of the buckets when they were read (their
+    /// version and `tat`): a read from before another request's lease of
+    /// this instance is stale, and a put made on it would fail its
+    /// condition (under `crm serve`'s 256 connections, most did).
+    leases: Vec<Option<(u64, i64)>>,
 }
 
 /// How a lease is taken: from what was read ahead, if anything, and with
@@ -226,9 +231,23 @@ impl Limiter {
         if keys.is_empty() {
             return None;
         }
+        let leases = self.stamps(&keys);
         keys.push(keys::rate_limits(ws));
         let items = store.batch_get(&keys).await.ok()?;
-        Some(Ahead { keys, items })
+        Some(Ahead {
+            keys,
+            items,
+            leases,
+        })
+    }
+
+    /// This instance's leases of `keys` as they stand: which were written
+    /// last, by version and `tat`.
+    fn stamps(&self, keys: &[Key]) -> Vec<Option<(u64, i64)>> {
+        let leases = self.local.lock().unwrap_or_else(|e| e.into_inner());
+        keys.iter()
+            .map(|key| leases.get(key).map(|lease| (lease.version, lease.tat)))
+            .collect()
     }
 
     /// Marks `keys` as being leased by the caller until the claim drops;
@@ -325,7 +344,9 @@ impl Limiter {
         // (without this, a lease running out under 256 connections sent a
         // lease from each, all but one failing its condition: a GET of
         // `crm serve` cost 10 µs more CPU with the limiter than without).
-        let mut waits = 0;
+        // The leases as they stood before the last wait: a wait that ended
+        // with none of them changed produced no lease (refused, or failed).
+        let mut before_wait = None;
         let (mut taken, held, wants, claim) = loop {
             self.settle(&[&buckets[0].1, &buckets[1].1]).await;
             let now = now_us();
@@ -351,9 +372,15 @@ impl Limiter {
             if wants.is_empty() {
                 break (taken, held, wants, None);
             }
-            match self.claim(wants.iter().map(|(_, want)| &want.key)) {
+            let keys: Vec<Key> = wants.iter().map(|(_, want)| want.key.clone()).collect();
+            let stamps = self.stamps(&keys);
+            let fruitless = before_wait.as_ref() == Some(&stamps);
+            match self.claim(keys.iter()) {
                 Ok(claim) => break (taken, held, wants, Some(claim)),
-                Err(leasing) if waits < 3 => {
+                // Wait for the lease under way as long as waiting brings leases:
+                // leasing beside it would fail its condition (under 256
+                // connections, most such puts did: three times the writes).
+                Err(leasing) if !fruitless => {
                     // Put back what this try took, and wait for that lease.
                     for (i, took) in held {
                         self.untake(&buckets[i].1, took);
@@ -363,15 +390,18 @@ impl Limiter {
                             self.keep_back(&want.key, back);
                         }
                     }
-                    waits += 1;
+                    before_wait = Some(stamps);
                     leasing.await;
                 }
+                // The lease waited for brought none (its bucket refused it,
+                // or the store failed): lease side by side, so that a herd
+                // refused by an empty bucket is not read one after another.
                 Err(_) => break (taken, held, wants, None),
             }
         };
         if !wants.is_empty() {
             // Sent on only by the claim's holder: requests leasing side by
-            // side (waited too long) each wait for their put.
+            // side (the lease waited for brought none) each wait for their put.
             let how = match &claim {
                 Some(_) => how,
                 None => How {
