@@ -588,24 +588,39 @@ api_test! {
     }
 }
 
+/// `requests` of one instance at once, none holding a lease, at 1,000 per
+/// token and 10,000 per workspace (leases of 50 and 500): what each token
+/// request left, sorted, and the BatchGetItems and puts they cost.
+async fn herd(app: &TestApp, requests: usize) -> (Vec<u32>, u64, u64) {
+    let limiter = Arc::new(Limiter::with(limits(1000, 10_000)));
+    let clock = Arc::new(ManualClock::starting_now());
+    let store: SharedStore = app.store.clone();
+    let before = app.metrics();
+    let all = futures::future::join_all((0..requests).map(|_| {
+        shared::ids::with_clock(
+            clock.clone(),
+            limiter.admit(store.as_ref(), WorkspaceId(1), "herd", 1, 0),
+        )
+    }))
+    .await;
+    let mut left: Vec<u32> = all.iter().map(|a| a.standings[0].remaining).collect();
+    left.sort_unstable();
+    let after = app.metrics();
+    (
+        left,
+        after.batch_gets - before.batch_gets,
+        after.writes - before.writes,
+    )
+}
+
 api_test! {
     /// Fifty requests of one instance that find no lease at once send one
     /// lease between them, not fifty (all but one failing its condition):
     /// the others wait for it and take from it.
     async fn requests_without_a_lease_wait_for_the_one_being_taken(app) {
-        let limiter = Arc::new(Limiter::with(limits(1000, 10_000)));
-        let clock = Arc::new(ManualClock::starting_now());
-        let store: SharedStore = app.store.clone();
-        let before = app.metrics();
-        let all = futures::future::join_all((0..50).map(|_| {
-            shared::ids::with_clock(clock.clone(), limiter.admit(store.as_ref(), WorkspaceId(1), "herd", 1, 0))
-        }))
-        .await;
-        let mut left: Vec<u32> = all.iter().map(|a| a.standings[0].remaining).collect();
-        left.sort_unstable();
+        let (left, reads, writes) = herd(&app, 50).await;
         assert_eq!(left, (950..1000).collect::<Vec<_>>(), "each took one, from one lease of 50");
-        let after = app.metrics();
-        assert_eq!((after.batch_gets - before.batch_gets, after.writes - before.writes), (1, 2), "one read, one put per bucket");
+        assert_eq!((reads, writes), (1, 2), "one read, one put per bucket");
     }
 }
 
@@ -616,22 +631,12 @@ api_test! {
     /// and leased beside the lease under way sent three times the writes,
     /// nearly all of them refused, under `crm serve`'s 256 connections).
     async fn a_herd_waits_lease_after_lease_and_leases_beside_none(app) {
-        let limiter = Arc::new(Limiter::with(limits(1000, 10_000)));
-        let clock = Arc::new(ManualClock::starting_now());
-        let store: SharedStore = app.store.clone();
-        let before = app.metrics();
-        let all = futures::future::join_all((0..600).map(|_| {
-            shared::ids::with_clock(clock.clone(), limiter.admit(store.as_ref(), WorkspaceId(1), "herd", 1, 0))
-        }))
-        .await;
-        let mut left: Vec<u32> = all.iter().map(|a| a.standings[0].remaining).collect();
-        left.sort_unstable();
+        let (left, reads, writes) = herd(&app, 600).await;
         assert_eq!(left, (400..1000).collect::<Vec<_>>(), "each took one");
-        let after = app.metrics();
         // The token's twelve leases of 50; the workspace's two of 500, the
         // second read with the token's eleventh.
-        assert_eq!(after.batch_gets - before.batch_gets, 12, "one read a lease");
-        assert_eq!(after.writes - before.writes, 14, "one put a bucket and lease, none refused");
+        assert_eq!(reads, 12, "one read a lease");
+        assert_eq!(writes, 14, "one put a bucket and lease, none refused");
     }
 }
 
