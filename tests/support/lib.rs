@@ -60,6 +60,8 @@ pub struct TestApp {
     /// runs, a folder otherwise ([`test_files`]).
     pub files: shared::files::SharedFiles,
     _files_folder: Option<Arc<TempFolder>>,
+    /// The app's rate limiter, once it has one ([`TestApp::rate_limited`]).
+    pub limiter: Option<Arc<Limiter>>,
 }
 
 /// Where local file URLs of the tests point: requests to it go to the router.
@@ -362,6 +364,7 @@ impl TestApp {
             whole: None,
             files,
             _files_folder: files_folder,
+            limiter: None,
         }
     }
 
@@ -438,6 +441,7 @@ impl TestApp {
             .with_files(self.files.clone())
             .with_clock(clock.clone())
             .with_limiter(limiter);
+        self.limiter = Some(state.limiter.clone());
         self.router = crm::app(state);
         (self, clock)
     }

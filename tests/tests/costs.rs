@@ -433,9 +433,10 @@ api_test! {
 api_test! {
     /// What the rate limiter adds: per bucket (the token's and the
     /// workspace's), one BatchGetItem and one conditional put per lease (20
-    /// requests, or a twentieth of a larger quota): over 40 reads by id, 2
-    /// BatchGetItems and 2 writes, under one write per ten requests. The
-    /// reads themselves are unchanged.
+    /// requests, or a twentieth of a larger quota) or top-up (a lease, when
+    /// a quarter is left): over 40 reads by id, 4 BatchGetItems and 4
+    /// writes, one write per ten requests. The reads themselves are
+    /// unchanged.
     async fn the_rate_limiter_costs_one_write_per_ten_requests(app) {
         let (app, _clock) = app.rate_limited(shared::ratelimit::Limits::DEFAULT);
         let tag = app.post("/v3/tags", json!({ "name": "VIP" })).await.expect(201);
@@ -446,13 +447,16 @@ api_test! {
             for _ in 0..40 {
                 reader.get(&path).await.expect(200);
             }
+            // The top-ups go on tasks of their own.
+            app.limiter.as_ref().unwrap().settled().await;
         })
         .await;
-        // The token's bucket (100 per 10 s) leases 20 at once: 2 leases. The
-        // workspace's (1,000 per 10 s) leases a twentieth of its quota, 50,
-        // which the setup's first request took: none more.
-        assert_eq!((cost.gets, cost.batch_gets, cost.writes, cost.transactions), (80, 2, 2, 0), "{cost:?}");
-        assert_units(&app, "2 bucket leases", cost.write_units, 2.0);
+        // The token's bucket (100 per 10 s) leases 20 at once, topped up by
+        // 20 at the 15th and the 35th read. The workspace's (1,000 per 10 s)
+        // leases a twentieth of its quota, 50, which the setup's first
+        // request took, topped up once 12 are left.
+        assert_eq!((cost.gets, cost.batch_gets, cost.writes, cost.transactions), (80, 4, 4, 0), "{cost:?}");
+        assert_units(&app, "a lease and 3 top-ups", cost.write_units, 4.0);
     }
 }
 

@@ -456,21 +456,36 @@ api_test! {
     }
 }
 
-/// A store that holds every write of a rate bucket until the test lets
-/// them go ([`HeldWrites::open`]), counting those sent.
+/// A store that holds every write of a rate bucket (but the first `free`)
+/// until the test lets them go ([`HeldWrites::open`]), counting those sent.
 struct HeldWrites {
     inner: SharedStore,
     gate: tokio::sync::Semaphore,
     sent: std::sync::atomic::AtomicUsize,
+    free: usize,
 }
 
 impl HeldWrites {
     fn new(inner: SharedStore) -> Arc<Self> {
+        Self::after(inner, 0)
+    }
+    fn after(inner: SharedStore, free: usize) -> Arc<Self> {
         Arc::new(Self {
             inner,
             gate: tokio::sync::Semaphore::new(0),
             sent: Default::default(),
+            free,
         })
+    }
+    /// Waits (on the test's own time) for `writes` to have been sent.
+    async fn until_sent(&self, writes: usize) {
+        for _ in 0..5_000 {
+            if self.sent() >= writes {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        assert_eq!(self.sent(), writes);
     }
     fn open(&self) {
         self.gate
@@ -493,8 +508,11 @@ impl Store for HeldWrites {
         self.inner.query(query).await
     }
     async fn write(&self, writes: Vec<Write>) -> Result<(), StoreError> {
-        self.sent.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let _open = self.gate.acquire().await;
+        let sent = self.sent.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let _open = match sent < self.free {
+            true => None,
+            false => Some(self.gate.acquire().await),
+        };
         self.inner.write(writes).await
     }
     fn metrics(&self) -> &shared::store::Metrics {
@@ -539,13 +557,7 @@ api_test! {
         let before = app.metrics();
         assert_eq!(admitted_ahead(&limiter, &store, &clock, "first").await, Some(99), "answered, its writes held");
         // The writes go on their own task: wait for it to reach the held store.
-        for _ in 0..5_000 {
-            if held.sent() == 2 {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-        }
-        assert_eq!(held.sent(), 2, "both buckets' leases sent");
+        held.until_sent(2).await; // both buckets' leases
         assert_eq!(app.metrics().batch_gets - before.batch_gets, 1, "one read, ahead");
         let bucket = shared::keys::rate_bucket(WorkspaceId(1), "first");
         assert!(app.store.get(&bucket, true).await.unwrap().is_none(), "not written yet");
@@ -585,6 +597,45 @@ api_test! {
             served += u32::from(admitted_ahead(instance, &store, &clock, "both").await.is_some());
         }
         assert_eq!(served, 21, "the quota, and the request served on the lease that did not land");
+    }
+}
+
+api_test! {
+    /// A lease running low (a quarter left) is topped up on a task of its
+    /// own while it serves on (#45): no request waits for the top-up's read
+    /// and put until the lease has run out, and the requests after it are
+    /// served from what it wrote, with no other read or write. Each request
+    /// is told what the bucket has left, as if taken on its own.
+    async fn a_lease_running_low_is_topped_up_while_it_serves(app) {
+        let held = HeldWrites::after(app.store.clone(), 2);
+        let store: SharedStore = held.clone();
+        let limiter = Arc::new(Limiter::with(Limits { token: policy(100, 10), workspace: WIDE }));
+        let clock = Arc::new(ManualClock::starting_now());
+        let before = app.metrics();
+        let reads = || app.metrics().batch_gets - before.batch_gets;
+        // Leases of 20: the fifteenth request leaves 5 and sends the top-up.
+        for n in 1..=15 {
+            assert_eq!(admitted_ahead(&limiter, &store, &clock, "low").await, Some(100 - n));
+        }
+        held.until_sent(3).await;
+        assert_eq!(reads(), 2, "the first lease's read, and the top-up's");
+        // Its put held: the lease's last 5 are served meanwhile (a request
+        // waiting for it would never be answered).
+        for n in 16..=20 {
+            assert_eq!(admitted_ahead(&limiter, &store, &clock, "low").await, Some(100 - n));
+        }
+        // The lease run out, the next request waits for the top-up.
+        let (twenty_first, ()) = tokio::join!(admitted_ahead(&limiter, &store, &clock, "low"), async {
+            tokio::task::yield_now().await;
+            held.open();
+        });
+        assert_eq!(twenty_first, Some(79), "served from the top-up");
+        for n in 22..=34 {
+            assert_eq!(admitted_ahead(&limiter, &store, &clock, "low").await, Some(100 - n));
+        }
+        assert_eq!((reads(), held.sent()), (2, 3), "served from the top-up of 20, no other read or write");
+        let bucket = shared::keys::rate_bucket(WorkspaceId(1), "low");
+        assert_eq!(app.store.get(&bucket, true).await.unwrap().unwrap()["version"], 2, "the top-up landed");
     }
 }
 

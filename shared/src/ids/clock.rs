@@ -59,6 +59,13 @@ tokio::task_local! {
     static CLOCK: std::sync::Arc<dyn Clock>;
 }
 
+/// The clock [`now`] reads here: a request's, for a task it spawns.
+pub fn clock() -> std::sync::Arc<dyn Clock> {
+    CLOCK
+        .try_with(std::sync::Arc::clone)
+        .unwrap_or_else(|_| std::sync::Arc::new(SystemClock))
+}
+
 /// Runs `f` (a request) with `clock` as its [`now`].
 pub async fn with_clock<F: std::future::Future>(
     clock: std::sync::Arc<dyn Clock>,

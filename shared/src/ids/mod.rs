@@ -180,7 +180,7 @@ pub fn epoch_seconds(t: &Timestamp) -> i64 {
 pub type Timestamp = DateTime<Utc>;
 
 mod clock;
-pub use clock::{Clock, ManualClock, SystemClock, now, with_clock};
+pub use clock::{Clock, ManualClock, SystemClock, clock, now, with_clock};
 
 /// `2026-11-22T01:48:19.123Z`: RFC 3339 in UTC, milliseconds truncated, as
 /// chrono writes it.

@@ -16,7 +16,7 @@ use serde_json::json;
 use super::{How, LEASE_TIME_US, Lease, Limiter, Limits, Policy, StoredLimits, now_us};
 use crate::ids::WorkspaceId;
 use crate::keys;
-use crate::store::{Condition, Key, Store, StoreError, Write};
+use crate::store::{Condition, Item, Key, Store, StoreError, Write};
 
 /// Where a request stands in one bucket after taking from it.
 #[derive(Debug, Clone, Copy)]
@@ -61,6 +61,9 @@ pub(super) struct Took {
     /// Where the lease's requests stood before this one, and after it.
     before: i64,
     after: i64,
+    /// What the lease is to be topped up by, now that it runs low
+    /// ([`Limiter::top_up`]).
+    pub top_up: Option<u32>,
 }
 
 /// A lease being replaced: the bucket as it wrote it (`version`, `tat`,
@@ -79,8 +82,8 @@ pub(super) struct Back {
 /// A bucket as read, or as this instance wrote it.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Stored {
-    version: u64,
-    tat: i64,
+    pub version: u64,
+    pub tat: i64,
     /// The bucket time all leases have given back so far.
     returned: i64,
 }
@@ -115,7 +118,7 @@ impl Back {
 }
 
 impl Lease {
-    fn seen(&self) -> Stored {
+    pub(super) fn seen(&self) -> Stored {
         Stored {
             version: self.version,
             tat: self.tat,
@@ -134,6 +137,20 @@ impl Lease {
         }
     }
 
+    /// What this lease is to be topped up by when it runs low: a quarter
+    /// of a lease left, or a quarter of its life. It is topped up to a lease
+    /// and a quarter (a lease at most at once), so that a busy instance
+    /// writes once a lease, as before, and no request waits for it. A lease
+    /// of fewer than four requests (a slow bucket) is not topped up, nor
+    /// one being topped up or whose first write has not landed.
+    fn low(&self, now: i64) -> Option<u32> {
+        let size = self.policy.lease_size();
+        let quarter = size / 4;
+        let low = self.held <= quarter || (self.until - now) * 4 <= LEASE_TIME_US;
+        let free = !self.topping && self.landing.is_none() && self.stands;
+        (quarter > 0 && low && free).then(|| (size + quarter).saturating_sub(self.held).min(size))
+    }
+
     pub(super) fn is(&self, version: u64, tat: i64) -> bool {
         self.version == version && self.tat == tat
     }
@@ -143,6 +160,66 @@ impl Lease {
 /// of `quota`: a request never takes more than a whole bucket.
 fn within(quota: u32, (cost, already): (u32, u32)) -> u32 {
     cost.min(quota.saturating_sub(already))
+}
+
+/// The workspace's own limits in a read of its buckets (`key`, the limits'
+/// item), or the defaults.
+pub(super) fn limits_in(items: &[Item], key: Option<&Key>, defaults: Limits) -> Limits {
+    items
+        .iter()
+        .find(|item| Key::of(item).as_ref() == key)
+        .and_then(|item| serde_json::from_value::<StoredLimits>(item.clone().into()).ok())
+        .map_or(defaults, |stored| stored.limits)
+}
+
+/// The bucket `key` as read in `items`, or as this instance last wrote it
+/// (`seen`): an eventually consistent read may not show that write yet, and
+/// the bucket stands at least there (while that write is recent: an item
+/// past its TTL is gone, and may have been made anew by another instance,
+/// from version 1).
+pub(super) fn stored_in(
+    items: &[Item],
+    key: &Key,
+    seen: Option<Stored>,
+    policy: Policy,
+    now: i64,
+) -> Option<Stored> {
+    let item = items
+        .iter()
+        .find(|item| Key::of(item).as_ref() == Some(key));
+    let tat = item.and_then(|item| item.get("tat")?.as_i64());
+    let version = item.and_then(|item| item.get("version")?.as_u64());
+    let returned = item
+        .and_then(|item| item.get("returned")?.as_i64())
+        .unwrap_or(0);
+    let found = tat.zip(version).map(|(tat, version)| Stored {
+        version,
+        tat,
+        returned,
+    });
+    let seen = seen.filter(|seen| now < seen.tat + policy.window_us());
+    match (found, seen) {
+        (Some(found), Some(seen)) if seen.version > found.version => Some(seen),
+        (None, Some(seen)) => Some(seen),
+        (found, _) => found,
+    }
+}
+
+/// `lease`'s put to its bucket `key`, on the condition that the bucket is
+/// still at the version `read` (or still absent).
+pub(super) fn put(key: &Key, lease: &Lease, read: Option<u64>) -> Write {
+    let item = json!({
+        "pk": key.pk, "sk": key.sk, "_type": "RateBucket",
+        "tat": lease.tat, "version": lease.version, "returned": lease.returned,
+        "ttl": lease.tat / 1_000_000 + i64::from(lease.policy.window_seconds) + 60,
+    });
+    Write::Put {
+        item: item.as_object().cloned().unwrap_or_default(),
+        condition: Some(match read {
+            Some(v) => Condition::VersionIs(v),
+            None => Condition::NotExists,
+        }),
+    }
 }
 
 impl Limiter {
@@ -193,6 +270,7 @@ impl Limiter {
             cost,
             before,
             after: lease.used,
+            top_up: lease.low(now),
         };
         Ok((taken, took))
     }
@@ -282,48 +360,14 @@ impl Limiter {
                 Some(ahead) => ahead.items,
                 None => store.batch_get(&read).await?,
             };
-            let limits = items
-                .iter()
-                .find(|item| Key::of(item).as_ref() == read.last())
-                .and_then(|item| serde_json::from_value::<StoredLimits>(item.clone().into()).ok())
-                .map_or(defaults, |stored| stored.limits);
+            let limits = limits_in(&items, read.last(), defaults);
             let now = now_us();
             let mut writes = Vec::new();
             let mut refused = false;
             for &i in &pending {
                 let want = &wants[i];
-                let item = items
-                    .iter()
-                    .find(|item| Key::of(item).as_ref() == Some(&want.key));
-                let tat = item.and_then(|item| item.get("tat")?.as_i64());
-                let version = item.and_then(|item| item.get("version")?.as_u64());
-                let returned = item
-                    .and_then(|item| item.get("returned")?.as_i64())
-                    .unwrap_or(0);
-                let found = tat.zip(version).map(|(tat, version)| Stored {
-                    version,
-                    tat,
-                    returned,
-                });
-                let policy = if want.per_token {
-                    limits.token
-                } else {
-                    limits.workspace
-                };
-                // An eventually consistent read may not show this instance's
-                // last write yet: the bucket stands at least there (while
-                // that write is recent: an item past its TTL is gone).
-                // (Not an older one: its item may have lapsed by its TTL and
-                // been made anew by another instance, from version 1.)
-                let seen = want
-                    .miss
-                    .seen
-                    .filter(|seen| now < seen.tat + policy.window_us());
-                let stored = match (found, seen) {
-                    (Some(found), Some(seen)) if seen.version > found.version => Some(seen),
-                    (None, Some(seen)) => Some(seen),
-                    (found, _) => found,
-                };
+                let policy = limits.of(want.per_token);
+                let stored = stored_in(&items, &want.key, want.miss.seen, policy, now);
                 let credit = want.miss.back.map_or(0, |back| back.credit(stored, now));
                 let base = (stored.map_or(now, |stored| stored.tat) - credit).max(now);
                 let cost = within(policy.quota, cost);
@@ -354,19 +398,9 @@ impl Limiter {
                         to_give: true,
                         landing: None,
                         stands: true,
+                        topping: false,
                     };
-                    let item = json!({
-                        "pk": want.key.pk, "sk": want.key.sk, "_type": "RateBucket",
-                        "tat": lease.tat, "version": lease.version, "returned": lease.returned,
-                        "ttl": lease.tat / 1_000_000 + i64::from(policy.window_seconds) + 60,
-                    });
-                    let write = Write::Put {
-                        item: item.as_object().cloned().unwrap_or_default(),
-                        condition: Some(match version {
-                            Some(v) => Condition::VersionIs(v),
-                            None => Condition::NotExists,
-                        }),
-                    };
+                    let write = put(&want.key, &lease, version);
                     writes.push((i, lease, write));
                 }
             }

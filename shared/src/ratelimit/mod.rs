@@ -22,8 +22,11 @@
 //! waits for the write to land. A write that does not land (another instance
 //! leased in between) drops the lease, and later leases of the bucket are
 //! waited for: that first request is all an instance can pass a quota by.
+//! A lease running low is topped up on a task of its own (`top_up.rs`), so
+//! that a busy instance's requests do not wait for its renewal either.
 
 use std::collections::HashMap;
+use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 
 use futures_util::FutureExt;
@@ -36,6 +39,7 @@ use crate::store::{Item, Key, SharedStore, Store, StoreError, Write};
 mod admission;
 mod lease;
 mod policy;
+mod top_up;
 
 pub use admission::{Admission, Standing};
 use policy::StoredLimits;
@@ -74,6 +78,8 @@ struct Lease {
     /// False once its write, sent on, did not land: it serves nothing, and
     /// says only that this instance leased the bucket before.
     stands: bool,
+    /// Whether it is being topped up ([`Limiter::top_up`]).
+    topping: bool,
 }
 
 /// A lease's write on its way; done once it landed, or the lease was dropped.
@@ -81,13 +87,14 @@ type Landing = Shared<BoxFuture<'static, ()>>;
 
 /// A request's claim on leasing some buckets ([`Limiter::claim`]): released,
 /// and its waiters woken, when it drops.
-struct Claim<'a> {
-    limiter: &'a Limiter,
+/// Held by a request (`&Limiter`) or by a top-up's own task (`Arc`).
+struct Claim<L: Deref<Target = Limiter>> {
+    limiter: L,
     keys: Vec<Key>,
     done: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
-impl Drop for Claim<'_> {
+impl<L: Deref<Target = Limiter>> Drop for Claim<L> {
     fn drop(&mut self) {
         let mut leasing = self
             .limiter
@@ -241,6 +248,26 @@ impl Limiter {
         })
     }
 
+    /// Waits for this instance's leases and top-ups under way, and the
+    /// writes it sent on: what a test counting writes waits for.
+    pub async fn settled(&self) {
+        loop {
+            let mut under_way: Vec<Landing> = {
+                let leasing = self.leasing.lock().unwrap_or_else(|e| e.into_inner());
+                leasing.values().cloned().collect()
+            };
+            {
+                let leases = self.local.lock().unwrap_or_else(|e| e.into_inner());
+                under_way.extend(leases.values().filter_map(|lease| lease.landing.clone()));
+            }
+            under_way.retain(|landing| landing.peek().is_none());
+            if under_way.is_empty() {
+                return;
+            }
+            futures_util::future::join_all(under_way).await;
+        }
+    }
+
     /// This instance's leases of `keys` as they stand: which were written
     /// last, by version and `tat`.
     fn stamps(&self, keys: &[Key]) -> Vec<Option<(u64, i64)>> {
@@ -252,8 +279,11 @@ impl Limiter {
 
     /// Marks `keys` as being leased by the caller until the claim drops;
     /// `Err` with the lease under way when another request leases one.
-    fn claim<'a>(&self, keys: impl Iterator<Item = &'a Key> + Clone) -> Result<Claim<'_>, Landing> {
-        let mut leasing = self.leasing.lock().unwrap_or_else(|e| e.into_inner());
+    fn claim<'a, L: Deref<Target = Limiter>>(
+        limiter: L,
+        keys: impl Iterator<Item = &'a Key> + Clone,
+    ) -> Result<Claim<L>, Landing> {
+        let mut leasing = limiter.leasing.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(under_way) = keys.clone().find_map(|key| leasing.get(key)) {
             return Err(under_way.clone());
         }
@@ -263,8 +293,9 @@ impl Limiter {
         for key in &keys {
             leasing.insert(key.clone(), landing.clone());
         }
+        drop(leasing);
         Ok(Claim {
-            limiter: self,
+            limiter,
             keys,
             done: Some(done),
         })
@@ -375,7 +406,7 @@ impl Limiter {
             let keys: Vec<Key> = wants.iter().map(|(_, want)| want.key.clone()).collect();
             let stamps = self.stamps(&keys);
             let fruitless = before_wait.as_ref() == Some(&stamps);
-            match self.claim(keys.iter()) {
+            match Limiter::claim(self, keys.iter()) {
                 Ok(claim) => break (taken, held, wants, Some(claim)),
                 // Wait for the lease under way as long as waiting brings leases:
                 // leasing beside it would fail its condition (under 256
@@ -399,6 +430,14 @@ impl Limiter {
                 Err(_) => break (taken, held, wants, None),
             }
         };
+        if let Some((limiter, shared)) = how.send_on {
+            for (i, took) in &held {
+                if let Some(by) = took.top_up {
+                    let (_, key, per_token) = &buckets[*i];
+                    limiter.top_up(shared, ws, (key, *per_token), defaults, by);
+                }
+            }
+        }
         if !wants.is_empty() {
             // Sent on only by the claim's holder: requests leasing side by
             // side (the lease waited for brought none) each wait for their put.

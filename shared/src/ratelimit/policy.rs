@@ -54,6 +54,12 @@ impl Policy {
         (i64::from(requests) * self.window_us() + quota - 1) / quota
     }
 
+    /// The requests `time` of the bucket holds, rounded down.
+    pub(super) fn fits(self, time: i64) -> u32 {
+        let requests = time.max(0) * i64::from(self.quota) / self.window_us();
+        u32::try_from(requests).unwrap_or(u32::MAX)
+    }
+
     /// Requests left at `now` when the bucket stands at `tat`.
     pub(super) fn left(self, tat: i64, now: i64) -> u32 {
         let room = (now + self.window_us() - tat.max(now)).max(0);
@@ -101,6 +107,15 @@ pub struct Limits {
 }
 
 impl Limits {
+    /// The policy of a token's bucket, or of its workspace's.
+    pub(super) fn of(self, per_token: bool) -> Policy {
+        if per_token {
+            self.token
+        } else {
+            self.workspace
+        }
+    }
+
     pub const DEFAULT: Limits = Limits {
         token: Policy {
             quota: 100,
