@@ -14,11 +14,13 @@ use crate::store::{Item, Key, PK, SK, TYPE};
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Digest {
     pub id: u64,
-    pub s: CampaignStatus,
-    #[serde(default)]
-    pub ch: Option<String>,
+    #[serde(rename = "s")]
+    pub status: CampaignStatus,
+    #[serde(default, rename = "ch")]
+    pub channel_id: Option<String>,
     /// The folded words of the name.
-    pub w: Vec<String>,
+    #[serde(rename = "w")]
+    pub words: Vec<String>,
 }
 
 /// Words of a name, folded, each at most this long in the index.
@@ -40,9 +42,9 @@ pub fn words(name: &str) -> Vec<String> {
 pub(super) fn digest(c: &Campaign) -> Digest {
     Digest {
         id: c.id,
-        s: c.status,
-        ch: c.fields.channel_id.clone(),
-        w: words(&c.fields.name),
+        status: c.status,
+        channel_id: c.fields.channel_id.clone(),
+        words: words(&c.fields.name),
     }
 }
 

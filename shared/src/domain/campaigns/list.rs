@@ -78,11 +78,11 @@ pub async fn list(
     let admits = |d: &Digest| {
         terms
             .iter()
-            .all(|t| d.w.iter().any(|w| w.starts_with(t.as_str())))
+            .all(|t| d.words.iter().any(|w| w.starts_with(t.as_str())))
             && q.channel_id
                 .as_ref()
-                .is_none_or(|c| d.ch.as_ref() == Some(c))
-            && q.status.is_none_or(|s| d.s == s)
+                .is_none_or(|c| d.channel_id.as_ref() == Some(c))
+            && q.status.is_none_or(|s| d.status == s)
     };
     let mut seen = HashSet::new();
     let mut ids: Vec<u64> = Vec::new();

@@ -35,38 +35,42 @@ pub mod flag {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Digest {
     pub id: String,
-    /// Created, finished (ms).
-    pub c: i64,
-    #[serde(default)]
-    pub f: Option<i64>,
+    /// Created, finished (epoch ms).
+    #[serde(rename = "c")]
+    pub created_ms: i64,
+    #[serde(default, rename = "f")]
+    pub finished_ms: Option<i64>,
     /// Current assignee, groups and bots gone through, channel, campaign.
-    #[serde(default)]
-    pub o: Option<String>,
-    #[serde(default)]
-    pub g: Vec<String>,
-    #[serde(default)]
-    pub b: Vec<String>,
-    #[serde(default)]
-    pub ch: Option<String>,
-    #[serde(default)]
-    pub cp: Option<String>,
-    pub cv: u64,
-    #[serde(default)]
-    pub ph: Option<String>,
-    #[serde(default)]
-    pub t: Vec<u64>,
+    #[serde(default, rename = "o")]
+    pub operator_id: Option<String>,
+    #[serde(default, rename = "g")]
+    pub group_ids: Vec<String>,
+    #[serde(default, rename = "b")]
+    pub bot_ids: Vec<String>,
+    #[serde(default, rename = "ch")]
+    pub channel_id: Option<String>,
+    #[serde(default, rename = "cp")]
+    pub campaign_id: Option<String>,
+    #[serde(rename = "cv")]
+    pub conversation_id: u64,
+    #[serde(default, rename = "ph")]
+    pub contact_phone: Option<String>,
+    #[serde(default, rename = "t")]
+    pub tag_ids: Vec<u64>,
     /// Trail kinds with their operator and group, for the `trails` filter.
-    #[serde(default)]
-    pub tr: Vec<(TrailKind, Option<String>, Option<String>)>,
-    pub fl: u32,
+    #[serde(default, rename = "tr")]
+    pub trails: Vec<(TrailKind, Option<String>, Option<String>)>,
+    /// [`flag`]s, one bit each.
+    #[serde(rename = "fl")]
+    pub flags: u32,
     #[serde(default)]
     pub tma: Option<f64>,
     #[serde(default)]
     pub tme: Option<f64>,
     #[serde(default)]
     pub tmp: Option<f64>,
-    #[serde(default)]
-    pub r: Option<u8>,
+    #[serde(default, rename = "r")]
+    pub rating: Option<u8>,
 }
 
 /// The most groups and bots a session is listed under (each is an index item
@@ -115,26 +119,26 @@ impl Session {
         set(t.transferred, flag::TRANSFERRED);
         Digest {
             id: self.id.clone(),
-            c: self.stamps.created_at.timestamp_millis(),
-            f: t.finished_at.map(|f| f.timestamp_millis()),
-            o: t.operator_id.clone(),
-            g: t.groups.clone(),
-            b: t.bots.clone(),
-            ch: self.conversation.channel_id.clone(),
-            cp: self.campaign_id.clone(),
-            cv: self.conversation.id,
-            ph: self.conversation.contact_phone.clone(),
-            t: self.tags.clone(),
-            tr: self
+            created_ms: self.stamps.created_at.timestamp_millis(),
+            finished_ms: t.finished_at.map(|f| f.timestamp_millis()),
+            operator_id: t.operator_id.clone(),
+            group_ids: t.groups.clone(),
+            bot_ids: t.bots.clone(),
+            channel_id: self.conversation.channel_id.clone(),
+            campaign_id: self.campaign_id.clone(),
+            conversation_id: self.conversation.id,
+            contact_phone: self.conversation.contact_phone.clone(),
+            tag_ids: self.tags.clone(),
+            trails: self
                 .trails
                 .iter()
                 .map(|x| (x.kind, x.operator_id.clone(), x.group_id.clone()))
                 .collect(),
-            fl,
+            flags: fl,
             tma: self.metrics.tma,
             tme: self.metrics.tme,
             tmp: self.metrics.tmp,
-            r: self.rating,
+            rating: self.rating,
         }
     }
 

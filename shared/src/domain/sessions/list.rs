@@ -253,11 +253,11 @@ impl Filters {
     pub(super) fn admits(&self, d: &Digest) -> bool {
         let (from, to) = self.window;
         let in_window = if self.on_period {
-            d.c <= to && d.f.is_none_or(|f| f >= from)
+            d.created_ms <= to && d.finished_ms.is_none_or(|f| f >= from)
         } else {
             let t = match self.metric {
-                PeriodMetric::CreatedAt => Some(d.c),
-                PeriodMetric::FinishedAt => d.f,
+                PeriodMetric::CreatedAt => Some(d.created_ms),
+                PeriodMetric::FinishedAt => d.finished_ms,
             };
             t.is_some_and(|t| from <= t && t <= to)
         };
@@ -265,24 +265,32 @@ impl Filters {
             wanted.is_empty() || wanted.iter().any(|w| have.contains(w))
         };
         in_window
-            && (self.tags.is_empty() || self.tags.iter().any(|t| d.t.contains(t)))
+            && (self.tags.is_empty() || self.tags.iter().any(|t| d.tag_ids.contains(t)))
             && (self.channels.is_empty()
-                || d.ch.as_ref().is_some_and(|c| self.channels.contains(c)))
-            && any(&self.groups, &d.g)
-            && (self.assigned.is_empty() || d.o.as_ref().is_some_and(|o| self.assigned.contains(o)))
-            && any(&self.bots, &d.b)
+                || d.channel_id
+                    .as_ref()
+                    .is_some_and(|c| self.channels.contains(c)))
+            && any(&self.groups, &d.group_ids)
+            && (self.assigned.is_empty()
+                || d.operator_id
+                    .as_ref()
+                    .is_some_and(|o| self.assigned.contains(o)))
+            && any(&self.bots, &d.bot_ids)
             && self
                 .campaign
                 .as_ref()
-                .is_none_or(|c| d.cp.as_ref() == Some(c))
-            && self.conversation.is_none_or(|c| d.cv == c)
-            && self.phone.as_ref().is_none_or(|p| d.ph.as_ref() == Some(p))
+                .is_none_or(|c| d.campaign_id.as_ref() == Some(c))
+            && self.conversation.is_none_or(|c| d.conversation_id == c)
+            && self
+                .phone
+                .as_ref()
+                .is_none_or(|p| d.contact_phone.as_ref() == Some(p))
             && self
                 .flags
                 .iter()
-                .all(|(bit, wanted)| (d.fl & bit != 0) == *wanted)
+                .all(|(bit, wanted)| (d.flags & bit != 0) == *wanted)
             && self.trails.iter().all(|f| {
-                d.tr.iter().any(|(kind, op, group)| {
+                d.trails.iter().any(|(kind, op, group)| {
                     *kind == f.kind
                         && f.operator_id
                             .as_ref()
@@ -304,30 +312,33 @@ fn summary(digests: &[Digest]) -> Summary {
         sessions: digests.len() as u64,
         finished: digests
             .iter()
-            .filter(|d| d.fl & flag::FINISHED != 0)
+            .filter(|d| d.flags & flag::FINISHED != 0)
             .count() as u64,
         avg_tma: avg(digests.iter().filter_map(|d| d.tma).collect()),
         avg_tme: avg(digests.iter().filter_map(|d| d.tme).collect()),
         avg_tmp: avg(digests.iter().filter_map(|d| d.tmp).collect()),
-        avg_rating: avg(digests.iter().filter_map(|d| d.r.map(f64::from)).collect()),
+        avg_rating: avg(digests
+            .iter()
+            .filter_map(|d| d.rating.map(f64::from))
+            .collect()),
     }
 }
 
 fn sort(digests: &mut [Digest], by: SortBy, descending: bool) {
     let key = |d: &Digest| -> f64 {
         match by {
-            SortBy::CreatedAt => d.c as f64,
-            SortBy::FinishedAt => d.f.map_or(f64::MIN, |f| f as f64),
+            SortBy::CreatedAt => d.created_ms as f64,
+            SortBy::FinishedAt => d.finished_ms.map_or(f64::MIN, |f| f as f64),
             SortBy::Tma => d.tma.unwrap_or(f64::MIN),
             SortBy::Tme => d.tme.unwrap_or(f64::MIN),
             SortBy::Tmp => d.tmp.unwrap_or(f64::MIN),
-            SortBy::Rating => d.r.map_or(f64::MIN, f64::from),
+            SortBy::Rating => d.rating.map_or(f64::MIN, f64::from),
         }
     };
     digests.sort_by(|a, b| {
         key(a)
             .total_cmp(&key(b))
-            .then(a.c.cmp(&b.c))
+            .then(a.created_ms.cmp(&b.created_ms))
             .then(a.id.cmp(&b.id))
     });
     if descending {
