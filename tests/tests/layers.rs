@@ -46,6 +46,42 @@ fn core_modules_import_no_resource() {
     }
 }
 
+/// Every `.rs` file below `dir`.
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The resources answer in their own types; how an answer becomes HTTP (its
+/// status, its OpenAPI description) is the host's, `http` (issue #46): a
+/// batch's 200 or 207 is `http::MultiStatus`, not the batch's own doing.
+#[test]
+fn the_domain_names_neither_http_nor_its_framework() {
+    let mut files = Vec::new();
+    rust_files(&shared_src().join("domain"), &mut files);
+    assert!(files.len() > 20, "{files:?}");
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            for framework in ["axum", "aide::", "crate::http"] {
+                assert!(
+                    !code.contains(framework),
+                    "{}:{} names {framework}: {line}",
+                    file.display(),
+                    n + 1
+                );
+            }
+        }
+    }
+}
+
 /// The core's modules (the top-level ones of `shared/src` but `domain`) and,
 /// for each, the core modules its files name (`crate::<module>`), with a file
 /// that does.

@@ -14,8 +14,8 @@ use shared::domain::contacts::{
 use shared::domain::events::{EventPage, HistoryQuery};
 use shared::domain::imports::{self, ImportJobView, ImportRequest};
 use shared::http::{
-    AppState, Body, Created, Group, Meter, Params, PathId, PathKey, Progress, ReadBackRoute, Reply,
-    created,
+    AppState, Body, Created, Group, Meter, MultiStatus, Params, PathId, PathKey, Progress,
+    ReadBackRoute, Reply, created,
 };
 use shared::page::{CursorPage, CursorQuery, ListPage};
 
@@ -109,9 +109,11 @@ async fn batch(
     caller: Caller,
     meter: Meter,
     Body(request): Body<BatchRequest<ContactOp, ContactInput>>,
-) -> Result<BatchAnswer<ContactV3>, ApiError> {
+) -> Result<MultiStatus<BatchAnswer<ContactV3>>, ApiError> {
     meter.charge_batch(request.operations.len()).await?;
-    Ok(batch::contacts(s.store.as_ref(), &caller, request).await)
+    let body = batch::contacts(s.store.as_ref(), &caller, request).await;
+    let some_failed = body.some_failed();
+    Ok(MultiStatus { body, some_failed })
 }
 
 async fn duplicates(

@@ -8,7 +8,8 @@ use shared::domain::batch::{self, BatchAnswer, BatchRequest, DealData, DealOp};
 use shared::domain::deals::{self, DealCreate, DealPatch, DealQuery, DealView};
 use shared::domain::events::{EventPage, HistoryQuery};
 use shared::http::{
-    AppState, Body, Created, Group, Grouped, Meter, Params, PathId, PathKey, Reply, created,
+    AppState, Body, Created, Group, Grouped, Meter, MultiStatus, Params, PathId, PathKey, Reply,
+    created,
 };
 use shared::page::ListPage;
 
@@ -93,7 +94,9 @@ async fn batch(
     caller: Caller,
     meter: Meter,
     Body(request): Body<BatchRequest<DealOp, DealData>>,
-) -> Result<BatchAnswer<DealView>, ApiError> {
+) -> Result<MultiStatus<BatchAnswer<DealView>>, ApiError> {
     meter.charge_batch(request.operations.len()).await?;
-    Ok(batch::deals(s.store.as_ref(), &caller, request).await)
+    let body = batch::deals(s.store.as_ref(), &caller, request).await;
+    let some_failed = body.some_failed();
+    Ok(MultiStatus { body, some_failed })
 }

@@ -6,7 +6,7 @@ use axum::extract::State;
 use shared::auth::{Caller, Resource};
 use shared::domain::batch::{self, BatchAnswer, BatchRequest, ProductOp};
 use shared::domain::products::{self, PatchProduct, ProductView};
-use shared::http::{AppState, Body, Group, Meter, Params, PathId, Reply};
+use shared::http::{AppState, Body, Group, Meter, MultiStatus, Params, PathId, Reply};
 use shared::page::{ListPage, OffsetQuery};
 
 pub fn group() -> Group {
@@ -62,7 +62,9 @@ async fn batch(
     caller: Caller,
     meter: Meter,
     Body(request): Body<BatchRequest<ProductOp, PatchProduct>>,
-) -> Result<BatchAnswer<ProductView>, shared::ApiError> {
+) -> Result<MultiStatus<BatchAnswer<ProductView>>, shared::ApiError> {
     meter.charge_batch(request.operations.len()).await?;
-    Ok(batch::products(s.store.as_ref(), &caller, request).await)
+    let body = batch::products(s.store.as_ref(), &caller, request).await;
+    let some_failed = body.some_failed();
+    Ok(MultiStatus { body, some_failed })
 }

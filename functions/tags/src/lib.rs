@@ -6,7 +6,8 @@ use shared::auth::{Caller, Resource};
 use shared::domain::batch::{self, BatchAnswer, BatchRequest, TagData, TagOp};
 use shared::domain::tags::{self, CreateTag, CreateTagV1, PatchTag, PatchTagV1, TagV1, TagV3};
 use shared::http::{
-    AppState, Body, Created, Group, Linked, Meter, Params, PathId, Reply, created, next_link,
+    AppState, Body, Created, Group, Linked, Meter, MultiStatus, Params, PathId, Reply, created,
+    next_link,
 };
 use shared::page::{CursorQuery, ListPage, OffsetQuery};
 
@@ -136,7 +137,9 @@ async fn batch(
     caller: Caller,
     meter: Meter,
     Body(request): Body<BatchRequest<TagOp, TagData>>,
-) -> Result<BatchAnswer<TagV3>, shared::ApiError> {
+) -> Result<MultiStatus<BatchAnswer<TagV3>>, shared::ApiError> {
     meter.charge_batch(request.operations.len()).await?;
-    Ok(batch::tags(s.store.as_ref(), &caller, request).await)
+    let body = batch::tags(s.store.as_ref(), &caller, request).await;
+    let some_failed = body.some_failed();
+    Ok(MultiStatus { body, some_failed })
 }

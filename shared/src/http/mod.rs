@@ -34,7 +34,7 @@ pub use extract::{
 };
 pub use guard::Meter;
 
-pub use reply::{Created, Linked, Progress, Reply, Saved, created, next_link};
+pub use reply::{Created, Linked, MultiStatus, Progress, Reply, Saved, created, next_link};
 
 use crate::auth::{Need, Resource, Scope};
 pub use crate::context::current_request_id;

@@ -87,6 +87,40 @@ impl<T: JsonSchema> OperationOutput for Saved<T> {
     }
 }
 
+/// An answer of many parts, each answered on its own (a batch): 200 when
+/// every part succeeded, 207 Multi-Status when some did not.
+pub struct MultiStatus<T> {
+    pub body: T,
+    pub some_failed: bool,
+}
+
+impl<T: Serialize> IntoResponse for MultiStatus<T> {
+    fn into_response(self) -> axum::response::Response {
+        let status = match self.some_failed {
+            true => axum::http::StatusCode::MULTI_STATUS,
+            false => axum::http::StatusCode::OK,
+        };
+        (status, Json(self.body)).into_response()
+    }
+}
+
+impl<T: JsonSchema> OperationOutput for MultiStatus<T> {
+    type Inner = T;
+    fn inferred_responses(
+        ctx: &mut GenContext,
+        _: &mut Operation,
+    ) -> Vec<(Option<StatusCode>, Response)> {
+        vec![
+            success::<T>(ctx, 200, "Every operation succeeded"),
+            success::<T>(
+                ctx,
+                207,
+                "Some operations failed: each result has its status and error",
+            ),
+        ]
+    }
+}
+
 /// 200 when the work is done; 202 while it goes on in the background, with
 /// the `Location` to poll.
 pub struct Progress<T> {

@@ -255,12 +255,9 @@ pub struct BatchAnswer<V> {
 }
 
 impl<V> BatchAnswer<V> {
-    pub fn status(&self) -> StatusCode {
-        if self.failed == 0 {
-            StatusCode::OK
-        } else {
-            StatusCode::MULTI_STATUS
-        }
+    /// Whether an operation failed (HTTP answers such a batch 207).
+    pub fn some_failed(&self) -> bool {
+        self.failed > 0
     }
 }
 
@@ -448,29 +445,4 @@ fn named(e: ApiError, at: &str) -> ApiError {
             })
             .collect(),
     )
-}
-
-/// A batch: 200 when every operation succeeded, 207 Multi-Status when some
-/// did not (each result says which, with its error).
-impl<V: Serialize> axum::response::IntoResponse for BatchAnswer<V> {
-    fn into_response(self) -> axum::response::Response {
-        (self.status(), axum::Json(self)).into_response()
-    }
-}
-
-impl<V: JsonSchema> aide::operation::OperationOutput for BatchAnswer<V> {
-    type Inner = Self;
-    fn inferred_responses(
-        ctx: &mut aide::generate::GenContext,
-        _: &mut aide::openapi::Operation,
-    ) -> Vec<(Option<aide::openapi::StatusCode>, aide::openapi::Response)> {
-        vec![
-            crate::http::openapi::success::<Self>(ctx, 200, "Every operation succeeded"),
-            crate::http::openapi::success::<Self>(
-                ctx,
-                207,
-                "Some operations failed: each result has its status and error",
-            ),
-        ]
-    }
 }
