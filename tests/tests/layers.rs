@@ -9,16 +9,36 @@ fn shared_src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/src")
 }
 
-fn core_files(dir: &Path, out: &mut Vec<PathBuf>) {
+/// The `.rs` files below `dir`, but those under a folder named `skip`.
+fn rust_files(dir: &Path, skip: Option<&str>, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap().flatten() {
         let path = entry.path();
-        if path.ends_with("domain") {
+        if skip.is_some_and(|skip| path.ends_with(skip)) {
             continue;
         }
         if path.is_dir() {
-            core_files(&path, out);
+            rust_files(&path, skip, out);
         } else if path.extension().is_some_and(|e| e == "rs") {
             out.push(path);
+        }
+    }
+}
+
+fn core_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    rust_files(dir, Some("domain"), out);
+}
+
+/// Fails on the first line of code (comments cut) of `files` naming one
+/// of `names`, saying what it is.
+fn assert_none_names(files: &[PathBuf], names: &[&str], what: &str) {
+    assert!(files.len() > 20, "{files:?}");
+    for file in files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if let Some(name) = names.iter().find(|name| code.contains(*name)) {
+                panic!("{}:{} names {what} ({name}): {line}", file.display(), n + 1);
+            }
         }
     }
 }
@@ -27,35 +47,9 @@ fn core_files(dir: &Path, out: &mut Vec<PathBuf>) {
 fn core_modules_import_no_resource() {
     let mut files = Vec::new();
     core_files(&shared_src(), &mut files);
-    assert!(files.len() > 20, "{files:?}");
-    for file in files {
-        let name = file.file_name().unwrap().to_string_lossy().into_owned();
-        if name == "lib.rs" {
-            continue; // declares `pub mod domain;`
-        }
-        let text = std::fs::read_to_string(&file).unwrap();
-        for (n, line) in text.lines().enumerate() {
-            let code = line.split("//").next().unwrap_or("");
-            assert!(
-                !code.contains("domain::") && !code.contains("crate::domain"),
-                "{}:{} names a resource module: {line}",
-                file.display(),
-                n + 1
-            );
-        }
-    }
-}
-
-/// Every `.rs` file below `dir`.
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
+    // lib.rs declares `pub mod domain;`.
+    files.retain(|file| !file.ends_with("lib.rs"));
+    assert_none_names(&files, &["domain::", "crate::domain"], "a resource module");
 }
 
 /// The resources answer in their own types; how an answer becomes HTTP (its
@@ -64,22 +58,8 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 #[test]
 fn the_domain_names_neither_http_nor_its_framework() {
     let mut files = Vec::new();
-    rust_files(&shared_src().join("domain"), &mut files);
-    assert!(files.len() > 20, "{files:?}");
-    for file in files {
-        let text = std::fs::read_to_string(&file).unwrap();
-        for (n, line) in text.lines().enumerate() {
-            let code = line.split("//").next().unwrap_or("");
-            for framework in ["axum", "aide::", "crate::http"] {
-                assert!(
-                    !code.contains(framework),
-                    "{}:{} names {framework}: {line}",
-                    file.display(),
-                    n + 1
-                );
-            }
-        }
-    }
+    rust_files(&shared_src().join("domain"), None, &mut files);
+    assert_none_names(&files, &["axum", "aide::", "crate::http"], "the HTTP host");
 }
 
 /// The core's modules (the top-level ones of `shared/src` but `domain`) and,
