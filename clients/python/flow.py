@@ -25,10 +25,10 @@ from crm_api_client.api.tags import tags_create
 from crm_api_client.api.webhooks import webhooks_create, webhooks_deliveries, webhooks_ping
 from crm_api_client.models import (
     ContactInput,
-    CreateDashboard,
-    CreateSnapshot,
-    CreateTag,
-    CreateToken,
+    DashboardCreate,
+    SnapshotCreate,
+    TagCreate,
+    TokenCreate,
     DatePreset,
     DealCreate,
     DealPatch,
@@ -82,7 +82,7 @@ def webhooks(c: AuthenticatedClient) -> None:
         ping = ok(webhooks_ping.sync_detailed(created.id, client=c), "ping")
         assert ping.status.value == "succeeded", ping.to_dict()
         assert lines.get(timeout=10) == "webhook.ping"
-        ok(tags_create.sync_detailed(client=c, body=CreateTag(name="Hooked")), "tag for the webhook")
+        ok(tags_create.sync_detailed(client=c, body=TagCreate(name="Hooked")), "tag for the webhook")
         assert lines.get(timeout=10) == "tag.created"
         until(
             "the deliveries",
@@ -96,7 +96,7 @@ def webhooks(c: AuthenticatedClient) -> None:
 def main(base: str, token: str) -> None:
     client = AuthenticatedClient(base_url=base, token=token, raise_on_unexpected_status=True)
     with client as c:
-        tag = ok(tags_create.sync_detailed(client=c, body=CreateTag(name="VIP"), idempotency_key=str(uuid.uuid4())), "tag")
+        tag = ok(tags_create.sync_detailed(client=c, body=TagCreate(name="VIP"), idempotency_key=str(uuid.uuid4())), "tag")
         assert tag.name == "VIP"
 
         contact = ok(contacts_create.sync_detailed(client=c, body=ContactInput(name="Ana", phone="11 98765-4321")), "contact")
@@ -157,7 +157,7 @@ def main(base: str, token: str) -> None:
         dashboard = ok(
             dashboards_create.sync_detailed(
                 client=c,
-                body=CreateDashboard(
+                body=DashboardCreate(
                     name="Support",
                     layout=[Widget(i="volume", x=0, y=0, w=6, h=4, metric=MetricName.SESSIONSSTARTED)],
                 ),
@@ -165,7 +165,7 @@ def main(base: str, token: str) -> None:
             "dashboard",
         )
         snapshot = ok(
-            dashboards_snapshot.sync_detailed(int(dashboard.id), client=c, body=CreateSnapshot(author_id=1, author_name="Ana")),
+            dashboards_snapshot.sync_detailed(int(dashboard.id), client=c, body=SnapshotCreate(author_id=1, author_name="Ana")),
             "snapshot",
         )
         computed = until(
@@ -175,7 +175,7 @@ def main(base: str, token: str) -> None:
         )
         assert computed.data["volume"].value == 1, computed.data.to_dict()
 
-        issued = ok(api_tokens_create.sync_detailed(client=c, body=CreateToken(name="reader")), "token")
+        issued = ok(api_tokens_create.sync_detailed(client=c, body=TokenCreate(name="reader")), "token")
         assert issued.token.startswith("crm_")
 
         webhooks(c)

@@ -199,7 +199,7 @@ api_test! {
                 deal(&app, c, 10.0, "won", ["a", "b"][i % 2], 7).await;
                 session(&app, &format!("s{i}"), 2).await;
             }
-            let input: dashboards::CreateSnapshot = serde_json::from_value(json!({ "authorId": 1, "authorName": "A" })).unwrap();
+            let input: dashboards::SnapshotCreate = serde_json::from_value(json!({ "authorId": 1, "authorName": "A" })).unwrap();
             let s = dashboards::snapshot(app.store.as_ref(), &queue, &caller, d, input).await.unwrap();
             let message = queue.0.lock().unwrap().last().cloned().unwrap();
             let before = app.metrics();

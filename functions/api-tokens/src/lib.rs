@@ -4,7 +4,7 @@
 use axum::Json;
 use axum::extract::State;
 use shared::auth::{Caller, Need, Resource};
-use shared::domain::tokens::{self, CreateToken, IssuedToken, TokenView};
+use shared::domain::tokens::{self, IssuedToken, TokenCreate, TokenView};
 use shared::http::{AppState, Body, Created, Group, Params, PathKey, Reply, created};
 use shared::page::{ListPage, OffsetQuery};
 
@@ -26,7 +26,7 @@ pub fn group() -> Group {
 async fn create(
     State(s): State<AppState>,
     caller: Caller,
-    Body(input): Body<CreateToken>,
+    Body(input): Body<TokenCreate>,
 ) -> Result<Created<IssuedToken>, shared::ApiError> {
     let issued = tokens::create(s.store.as_ref(), &caller, input).await?;
     Ok(created(issued.view()))

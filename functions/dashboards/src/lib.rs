@@ -4,7 +4,7 @@ use axum::Json;
 use axum::extract::State;
 use shared::ApiError;
 use shared::auth::{Caller, Resource};
-use shared::domain::dashboards::{self, CreateDashboard, CreateSnapshot, DashboardView, Snapshot};
+use shared::domain::dashboards::{self, DashboardCreate, DashboardView, Snapshot, SnapshotCreate};
 use shared::http::{AppState, Body, Created, Group, InPath, Params, Reply, created};
 use shared::page::{ListPage, OffsetQuery};
 
@@ -28,7 +28,7 @@ pub fn group() -> Group {
 async fn create(
     State(s): State<AppState>,
     caller: Caller,
-    Body(input): Body<CreateDashboard>,
+    Body(input): Body<DashboardCreate>,
 ) -> Result<Created<DashboardView>, ApiError> {
     Ok(created(DashboardView::from(
         dashboards::create(s.store.as_ref(), &caller, input).await?,
@@ -49,7 +49,7 @@ async fn snapshot(
     State(s): State<AppState>,
     caller: Caller,
     InPath(id): InPath<DashboardId>,
-    Body(input): Body<CreateSnapshot>,
+    Body(input): Body<SnapshotCreate>,
 ) -> Result<Created<Snapshot>, ApiError> {
     Ok(created(
         dashboards::snapshot(s.store.as_ref(), s.jobs()?, &caller, id, input).await?,

@@ -11,7 +11,7 @@ use shared::domain::contacts::{ContactInput, ContactQuery, ContactV3, UpsertKey}
 use shared::domain::deals::{DealCreate, DealPatch, DealQuery, DealView};
 use shared::domain::events::{EventPage, EventQuery};
 use shared::domain::sessions::{Session, SessionList, SessionQuery};
-use shared::domain::tags::{CreateTag, TagV3};
+use shared::domain::tags::{TagCreate, TagV3};
 use shared::page::{ListPage, OffsetQuery};
 
 use crate::schema::{
@@ -317,7 +317,7 @@ pub static TOOLS: &[Tool] = &[
         description: "Creates a tag; a name another tag has (without case) is refused (409): list the tags first. Pass an `idempotencyKey` and the same one when you retry.",
         scope: Scope::Write(Resource::Tags),
         hints: CREATE,
-        input: || with_key(schema::<CreateTag>()),
+        input: || with_key(schema::<TagCreate>()),
         output: || schema::<TagV3>(),
         via: Via::Post("/v3/tags"),
     },

@@ -5,7 +5,7 @@ use axum::Json;
 use axum::extract::State;
 use shared::auth::{Caller, Resource};
 use shared::domain::batch::{self, BatchAnswer, BatchRequest, ProductOp};
-use shared::domain::products::{self, PatchProduct, ProductView};
+use shared::domain::products::{self, ProductPatch, ProductView};
 use shared::http::{AppState, Body, Group, Meter, MultiStatus, Params, PathId, Reply};
 use shared::page::{ListPage, OffsetQuery};
 
@@ -47,7 +47,7 @@ async fn update(
     State(s): State<AppState>,
     caller: Caller,
     PathId(id): PathId,
-    Body(patch): Body<PatchProduct>,
+    Body(patch): Body<ProductPatch>,
 ) -> Reply<ProductView> {
     Ok(Json(
         products::update(s.store.as_ref(), &caller, id, patch)
@@ -61,7 +61,7 @@ async fn batch(
     State(s): State<AppState>,
     caller: Caller,
     meter: Meter,
-    Body(request): Body<BatchRequest<ProductOp, PatchProduct>>,
+    Body(request): Body<BatchRequest<ProductOp, ProductPatch>>,
 ) -> Result<MultiStatus<BatchAnswer<ProductView>>, shared::ApiError> {
     meter.charge_batch(request.operations.len()).await?;
     let body = batch::products(s.store.as_ref(), &caller, request).await;

@@ -4,7 +4,7 @@ use axum::Json;
 use axum::extract::State;
 use shared::auth::{Caller, Resource};
 use shared::domain::batch::{self, BatchAnswer, BatchRequest, TagData, TagOp};
-use shared::domain::tags::{self, CreateTag, CreateTagV1, PatchTag, PatchTagV1, TagV1, TagV3};
+use shared::domain::tags::{self, TagCreate, TagCreateV1, TagPatch, TagPatchV1, TagV1, TagV3};
 use shared::http::{
     AppState, Body, Created, Group, Linked, Meter, MultiStatus, Params, PathId, Reply, created,
     next_link,
@@ -56,7 +56,7 @@ async fn list(
 async fn create(
     State(s): State<AppState>,
     caller: Caller,
-    Body(input): Body<CreateTag>,
+    Body(input): Body<TagCreate>,
 ) -> Result<Created<TagV3>, shared::ApiError> {
     let tag = tags::create(s.store.as_ref(), &caller, input).await?;
     Ok(created(TagV3::from(tag)))
@@ -70,7 +70,7 @@ async fn update(
     State(s): State<AppState>,
     caller: Caller,
     PathId(id): PathId,
-    Body(patch): Body<PatchTag>,
+    Body(patch): Body<TagPatch>,
 ) -> Reply<TagV3> {
     Ok(Json(
         tags::update(s.store.as_ref(), &caller, id, patch)
@@ -102,7 +102,7 @@ async fn list_v1(
 async fn create_v1(
     State(s): State<AppState>,
     caller: Caller,
-    Body(input): Body<CreateTagV1>,
+    Body(input): Body<TagCreateV1>,
 ) -> Result<Created<TagV1>, shared::ApiError> {
     let tag = tags::create(s.store.as_ref(), &caller, input.into()).await?;
     Ok(created(TagV1::from(tag)))
@@ -116,7 +116,7 @@ async fn update_v1(
     State(s): State<AppState>,
     caller: Caller,
     PathId(id): PathId,
-    Body(patch): Body<PatchTagV1>,
+    Body(patch): Body<TagPatchV1>,
 ) -> Reply<TagV1> {
     Ok(Json(
         tags::update(s.store.as_ref(), &caller, id, patch.into())

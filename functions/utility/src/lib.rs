@@ -5,7 +5,7 @@ use axum::Json;
 use axum::extract::State;
 use shared::auth::{Caller, Need, Resource};
 use shared::domain::billing::{self, OrderView};
-use shared::domain::redirects::{self, CreateRedirectSession, RedirectSessionView};
+use shared::domain::redirects::{self, RedirectSessionCreate, RedirectSessionView};
 use shared::domain::utility::{self, StoreCheck, Time, UtcTime};
 use shared::domain::workspaces::{self, RefreshPage, RefreshRequested};
 use shared::http::{AppState, Body, Created, Group, InPath, MaybeBody, Params, Reply, created};
@@ -61,7 +61,7 @@ async fn orders(
 async fn create_redirect(
     State(s): State<AppState>,
     caller: Caller,
-    Body(input): Body<CreateRedirectSession>,
+    Body(input): Body<RedirectSessionCreate>,
 ) -> Result<Created<RedirectSessionView>, shared::ApiError> {
     let session = redirects::create(s.store.as_ref(), &caller, input).await?;
     Ok(created(RedirectSessionView::from(session)))

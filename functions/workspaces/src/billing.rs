@@ -4,14 +4,14 @@ use axum::Json;
 use axum::extract::State;
 use shared::auth::Caller;
 use shared::domain::billing::{
-    self, CheckoutLinkView, CompleteCheckout, CreateCheckoutLink, OrderView,
+    self, CheckoutLinkCreate, CheckoutLinkView, CompleteCheckout, OrderView,
 };
 use shared::http::{AppState, Body, Created, InPath, MaybeBody, Reply, created};
 
 pub async fn create_link(
     State(s): State<AppState>,
     caller: Caller,
-    Body(input): Body<CreateCheckoutLink>,
+    Body(input): Body<CheckoutLinkCreate>,
 ) -> Result<Created<CheckoutLinkView>, shared::ApiError> {
     let link = billing::create(s.store.as_ref(), &caller, input).await?;
     Ok(created(CheckoutLinkView::from(link)))

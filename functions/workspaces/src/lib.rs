@@ -10,7 +10,7 @@ use shared::auth::{Caller, Need, Resource};
 use shared::domain::churn::{self, AddReasons, ChurnReasonView, ReasonParam};
 use shared::domain::welcome::{self, SendWelcome, WelcomeMessage};
 use shared::domain::workspaces::{
-    self, CreateWorkspace, CreatedWorkspace, Environment, WorkspaceView,
+    self, CreatedWorkspace, Environment, WorkspaceCreate, WorkspaceView,
 };
 use shared::http::{
     AppState, Body, Created, Group, MaybeBody, Params, PathId, PathKey, ReadBackRoute, Reply,
@@ -95,7 +95,7 @@ async fn info(State(s): State<AppState>, caller: Caller) -> Reply<WorkspaceView>
 async fn create(
     State(s): State<AppState>,
     caller: Caller,
-    Body(input): Body<CreateWorkspace>,
+    Body(input): Body<WorkspaceCreate>,
 ) -> Result<Created<CreatedWorkspace>, shared::ApiError> {
     Ok(created(
         workspaces::create(s.store.as_ref(), &caller, input).await?,

@@ -92,7 +92,7 @@ impl From<Product> for ProductView {
 /// `PATCH /v3/products/{id}`: `_id`, `name`, `description`, `price`, all optional.
 #[derive(Debug, Default, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct PatchProduct {
+pub struct ProductPatch {
     #[serde(default, rename = "_id", deserialize_with = "nullable")]
     #[validate(length(max = 128))]
     pub legacy_id: Option<Option<String>>,
@@ -142,7 +142,7 @@ pub async fn update(
     store: &dyn Store,
     caller: &Caller,
     id: u64,
-    patch: PatchProduct,
+    patch: ProductPatch,
 ) -> ApiResult<Product> {
     let current: Product = record::find(
         store,

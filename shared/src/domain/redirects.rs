@@ -81,7 +81,7 @@ impl From<RedirectSession> for RedirectSessionView {
 /// `POST /v3/redirect-session`.
 #[derive(Debug, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CreateRedirectSession {
+pub struct RedirectSessionCreate {
     #[validate(
         length(min = 1, max = 2048),
         custom(function = "crate::validate::web_url")
@@ -96,7 +96,7 @@ pub struct CreateRedirectSession {
 pub async fn create(
     store: &dyn Store,
     caller: &Caller,
-    input: CreateRedirectSession,
+    input: RedirectSessionCreate,
 ) -> ApiResult<RedirectSession> {
     if let Some(payload) = &input.payload {
         let bytes = serde_json::to_vec(payload)

@@ -98,7 +98,7 @@ async fn owner_of(store: &dyn Store, ws: WorkspaceId, name: &str) -> ApiResult<O
 /// `POST /v3/tags`. Only `name` is required; `color` defaults to [`DEFAULT_COLOR`].
 #[derive(Debug, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CreateTag {
+pub struct TagCreate {
     #[validate(length(min = 1, max = 128), custom(function = "not_blank"))]
     pub name: String,
     #[validate(length(min = 1, max = 128))]
@@ -114,7 +114,7 @@ pub struct CreateTag {
 /// `POST /v1/tags`: the public create record.
 #[derive(Debug, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CreateTagV1 {
+pub struct TagCreateV1 {
     #[validate(length(min = 1, max = 128), custom(function = "not_blank"))]
     pub name: String,
     #[validate(length(min = 1, max = 128))]
@@ -123,8 +123,8 @@ pub struct CreateTagV1 {
     pub text_color: Option<String>,
 }
 
-impl From<CreateTagV1> for CreateTag {
-    fn from(v1: CreateTagV1) -> Self {
+impl From<TagCreateV1> for TagCreate {
+    fn from(v1: TagCreateV1) -> Self {
         Self {
             name: v1.name,
             color: v1.color,
@@ -138,7 +138,7 @@ impl From<CreateTagV1> for CreateTag {
 /// `PATCH /v3/tags/{id}`: every field optional. `null` clears the optional ones.
 #[derive(Debug, Default, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct PatchTag {
+pub struct TagPatch {
     #[schemars(with = "String")]
     #[serde(default, deserialize_with = "crate::validate::present")]
     #[validate(length(min = 1, max = 128), custom(function = "not_blank"))]
@@ -164,7 +164,7 @@ pub struct PatchTag {
 /// `PATCH /v1/tags/{id}`: the public update record.
 #[derive(Debug, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct PatchTagV1 {
+pub struct TagPatchV1 {
     #[schemars(with = "String")]
     #[serde(default, deserialize_with = "crate::validate::present")]
     #[validate(length(min = 1, max = 128), custom(function = "not_blank"))]
@@ -178,8 +178,8 @@ pub struct PatchTagV1 {
     pub text_color: Option<Option<String>>,
 }
 
-impl From<PatchTagV1> for PatchTag {
-    fn from(v1: PatchTagV1) -> Self {
+impl From<TagPatchV1> for TagPatch {
+    fn from(v1: TagPatchV1) -> Self {
         Self {
             name: v1.name,
             color: v1.color,
@@ -262,7 +262,7 @@ fn name_taken(name: &str) -> ApiError {
     ))
 }
 
-pub async fn create(store: &dyn Store, caller: &Caller, input: CreateTag) -> ApiResult<Tag> {
+pub async fn create(store: &dyn Store, caller: &Caller, input: TagCreate) -> ApiResult<Tag> {
     with_fresh_id(|id| insert(store, caller, id, &input, Stamps::new())).await
 }
 
@@ -272,14 +272,14 @@ pub async fn create(store: &dyn Store, caller: &Caller, input: CreateTag) -> Api
 pub async fn upsert(
     store: &dyn Store,
     caller: &Caller,
-    input: CreateTag,
+    input: TagCreate,
 ) -> ApiResult<(Tag, bool)> {
     for attempt in 0..12 {
         record::pause_before(attempt).await;
         let owner = owner_of(store, caller.workspace_id, &input.name).await?;
         let attempt = match owner {
             Some(id) => {
-                let patch = PatchTag {
+                let patch = TagPatch {
                     name: Some(input.name.clone()),
                     color: input.color.clone(),
                     text_color: input.text_color.clone().map(Some),
@@ -311,7 +311,7 @@ async fn insert(
     store: &dyn Store,
     caller: &Caller,
     id: u64,
-    input: &CreateTag,
+    input: &TagCreate,
     stamps: Stamps,
 ) -> Result<Tag, CommitError> {
     let tag = Tag {
@@ -347,7 +347,7 @@ async fn insert(
 /// A `tag` line of `crm load`: `id` and the create body. Loaded again, the tag
 /// takes the fields the line names (no write when it has them already).
 #[async_trait::async_trait]
-impl Loadable for WithId<CreateTag> {
+impl Loadable for WithId<TagCreate> {
     const TYPE: &'static str = "tag";
 
     async fn load(self, store: &dyn Store, caller: &Caller) -> ApiResult<()> {
@@ -357,7 +357,7 @@ impl Loadable for WithId<CreateTag> {
             &key,
             |id, line, stamps| async move { insert(store, caller, id, &line, stamps).await },
             |id, line| {
-                let patch = PatchTag {
+                let patch = TagPatch {
                     name: Some(line.name),
                     color: line.color,
                     text_color: line.text_color.map(Some),
@@ -373,7 +373,7 @@ impl Loadable for WithId<CreateTag> {
 
 /// The `crm load` lines of tags: `tag`.
 pub fn line_types() -> Vec<LineType> {
-    vec![LineType::of::<WithId<CreateTag>>()]
+    vec![LineType::of::<WithId<TagCreate>>()]
 }
 
 /// One tag by id: one GetItem (eventually consistent, 0.5 RCU).
@@ -395,7 +395,7 @@ pub async fn update(
     store: &dyn Store,
     caller: &Caller,
     id: u64,
-    patch: PatchTag,
+    patch: TagPatch,
 ) -> ApiResult<Tag> {
     let current = find(store, caller, id, true).await?;
     let mut tag = current.clone();

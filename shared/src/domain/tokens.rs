@@ -128,7 +128,7 @@ impl From<ApiToken> for TokenView {
 /// `POST /v3/api-tokens`.
 #[derive(Debug, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CreateToken {
+pub struct TokenCreate {
     #[validate(
         length(min = 1, max = 128),
         custom(function = "crate::validate::not_blank")
@@ -195,7 +195,7 @@ pub fn issue(
     Ok(Issued { token, secret })
 }
 
-pub async fn create(store: &dyn Store, caller: &Caller, input: CreateToken) -> ApiResult<Issued> {
+pub async fn create(store: &dyn Store, caller: &Caller, input: TokenCreate) -> ApiResult<Issued> {
     let creator = caller.identity().await?;
     let mut scopes = match input.scopes {
         Some(scopes) if scopes.is_empty() => {

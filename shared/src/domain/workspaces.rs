@@ -94,7 +94,7 @@ impl From<Workspace> for WorkspaceView {
 /// `POST /v3/workspaces`.
 #[derive(Debug, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CreateWorkspace {
+pub struct WorkspaceCreate {
     #[validate(
         length(min = 1, max = 128),
         custom(function = "crate::validate::not_blank")
@@ -127,7 +127,7 @@ pub async fn info(store: &dyn Store, caller: &Caller) -> ApiResult<Workspace> {
 pub async fn create(
     store: &dyn Store,
     caller: &Caller,
-    input: CreateWorkspace,
+    input: WorkspaceCreate,
 ) -> ApiResult<CreatedWorkspace> {
     caller.require_admin().await?;
     let token_name = input.token_name.as_deref().unwrap_or("default").to_owned();

@@ -10,8 +10,8 @@ use super::{Applied, BatchAnswer, BatchRequest, run};
 use crate::auth::Caller;
 use crate::domain::contacts::{self, ContactInput, ContactV3, Creation};
 use crate::domain::deals::{self, DealCreate, DealPatch, DealView};
-use crate::domain::products::{self, PatchProduct, ProductView};
-use crate::domain::tags::{self, CreateTag, PatchTag, TagV3};
+use crate::domain::products::{self, ProductPatch, ProductView};
+use crate::domain::tags::{self, TagCreate, TagPatch, TagV3};
 use crate::store::Store;
 
 /// What a contacts batch does with an operation.
@@ -75,8 +75,8 @@ pub enum TagOp {
 #[derive(schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum TagData {
-    Create(CreateTag),
-    Update(PatchTag),
+    Create(TagCreate),
+    Update(TagPatch),
 }
 
 /// `POST /v3/tags/batch`.
@@ -161,7 +161,7 @@ pub enum ProductOp {
 pub async fn products(
     store: &dyn Store,
     caller: &Caller,
-    request: BatchRequest<ProductOp, PatchProduct>,
+    request: BatchRequest<ProductOp, ProductPatch>,
 ) -> BatchAnswer<ProductView> {
     run(store, request, id_claims, |op| async move {
         let ProductOp::Update = op.op;

@@ -145,7 +145,7 @@ impl From<CheckoutLink> for CheckoutLinkView {
 /// `POST /v3/workspaces/checkout-link`.
 #[derive(Debug, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CreateCheckoutLink {
+pub struct CheckoutLinkCreate {
     /// The plan's identifier (`pro`, `enterprise-2026`): lowercase letters,
     /// digits and dashes.
     #[validate(length(min = 1, max = 64), custom(function = "crate::validate::slug"))]
@@ -179,7 +179,7 @@ pub struct CompleteCheckout {
 pub async fn create(
     store: &dyn Store,
     caller: &Caller,
-    input: CreateCheckoutLink,
+    input: CheckoutLinkCreate,
 ) -> ApiResult<CheckoutLink> {
     let stamps = Stamps::new();
     let hours = input.expires_in_hours.unwrap_or(DEFAULT_HOURS);

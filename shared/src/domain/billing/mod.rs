@@ -21,7 +21,7 @@ mod links;
 mod orders;
 
 pub use links::{
-    CheckoutLink, CheckoutLinkView, CompleteCheckout, CreateCheckoutLink, LinkStatus, complete,
+    CheckoutLink, CheckoutLinkCreate, CheckoutLinkView, CompleteCheckout, LinkStatus, complete,
     create, deactivate, get,
 };
 pub use orders::{LIST, Order, OrderView, list};

@@ -113,7 +113,7 @@ impl From<Dashboard> for DashboardView {
 /// `POST /v3/dashboards`: `name` is required; the rest is optional.
 #[derive(Debug, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CreateDashboard {
+pub struct DashboardCreate {
     #[serde(default, rename = "_id")]
     #[validate(length(max = 128))]
     pub legacy_id: Option<String>,
@@ -201,7 +201,7 @@ impl Record for Snapshot {
 /// are required; `dashboardId` in the body, if given, must be the path's.
 #[derive(Debug, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CreateSnapshot {
+pub struct SnapshotCreate {
     #[validate(length(max = 128))]
     pub dashboard_name: Option<String>,
     pub author_id: u64,
@@ -232,7 +232,7 @@ pub const LIST: &str = "DASHBOARD";
 pub async fn create(
     store: &dyn Store,
     caller: &Caller,
-    input: CreateDashboard,
+    input: DashboardCreate,
 ) -> ApiResult<Dashboard> {
     let ws = caller.workspace_id;
     with_fresh_id(|id| {
@@ -277,7 +277,7 @@ pub async fn snapshot(
     queue: &dyn JobQueue,
     caller: &Caller,
     dashboard_id: u64,
-    input: CreateSnapshot,
+    input: SnapshotCreate,
 ) -> ApiResult<Snapshot> {
     if input
         .dashboard_id

@@ -188,9 +188,9 @@ fn schema_of(object: Object, mode: Mode) -> Value {
         (Object::Contacts, _) => schemars::schema_for!(contacts::ContactInput),
         (Object::Deals, Mode::Update) => schemars::schema_for!(deals::DealPatch),
         (Object::Deals, _) => schemars::schema_for!(deals::DealCreate),
-        (Object::Tags, Mode::Update) => schemars::schema_for!(tags::PatchTag),
-        (Object::Tags, _) => schemars::schema_for!(tags::CreateTag),
-        (Object::Products, _) => schemars::schema_for!(products::PatchProduct),
+        (Object::Tags, Mode::Update) => schemars::schema_for!(tags::TagPatch),
+        (Object::Tags, _) => schemars::schema_for!(tags::TagCreate),
+        (Object::Products, _) => schemars::schema_for!(products::ProductPatch),
     };
     serde_json::to_value(schema).unwrap_or_default()
 }
