@@ -5,7 +5,7 @@ use axum::Json;
 use axum::extract::State;
 use shared::auth::{Caller, Need, Resource};
 use shared::domain::tokens::{self, IssuedToken, TokenCreate, TokenView};
-use shared::http::{AppState, Body, Created, Group, Params, PathKey, Reply, created};
+use shared::http::{AppState, Body, Created, Group, InPath, Params, PathKey, Reply, created};
 use shared::page::{ListPage, OffsetQuery};
 
 pub fn group() -> Group {
@@ -45,7 +45,7 @@ async fn list(
 async fn revoke(
     State(s): State<AppState>,
     caller: Caller,
-    PathKey(id): PathKey,
+    InPath(id): PathKey,
 ) -> Reply<TokenView> {
     Ok(Json(tokens::revoke(s.store.as_ref(), &caller, &id).await?))
 }

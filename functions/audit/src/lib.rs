@@ -4,7 +4,7 @@ use axum::Json;
 use axum::extract::State;
 use shared::auth::{Caller, Need, Resource};
 use shared::domain::audit::{self, AuditEntry};
-use shared::http::{AppState, Group, Params, PathKey, Reply};
+use shared::http::{AppState, Group, InPath, Params, PathKey, Reply};
 use shared::page::{ListPage, OffsetQuery};
 
 pub fn group() -> Group {
@@ -39,6 +39,6 @@ async fn list_all(
     ))
 }
 
-async fn get(State(s): State<AppState>, caller: Caller, PathKey(id): PathKey) -> Reply<AuditEntry> {
+async fn get(State(s): State<AppState>, caller: Caller, InPath(id): PathKey) -> Reply<AuditEntry> {
     Ok(Json(audit::get(s.store.as_ref(), &caller, &id).await?))
 }

@@ -12,7 +12,7 @@ use shared::ApiError;
 use shared::auth::{Caller, Need};
 use shared::domain::bulk::import::ErrorsQuery;
 use shared::domain::bulk::{ExportCreate, ExportView, ImportCreate, ImportView, export, import};
-use shared::http::{AppState, Body, Created, Group, Params, PathKey, Reply, created};
+use shared::http::{AppState, Body, Created, Group, InPath, Params, PathKey, Reply, created};
 
 pub fn group() -> Group {
     Group::new("bulk")
@@ -68,7 +68,7 @@ async fn create_import(
 async fn get_import(
     State(s): State<AppState>,
     caller: Caller,
-    PathKey(id): PathKey,
+    InPath(id): PathKey,
 ) -> Reply<ImportView> {
     Ok(Json(
         import::get(s.store.as_ref(), s.files()?, &caller, &id).await?,
@@ -78,7 +78,7 @@ async fn get_import(
 async fn start_import(
     State(s): State<AppState>,
     caller: Caller,
-    PathKey(id): PathKey,
+    InPath(id): PathKey,
 ) -> Reply<ImportView> {
     Ok(Json(
         import::start(s.store.as_ref(), s.files()?, s.jobs()?, &caller, &id).await?,
@@ -88,7 +88,7 @@ async fn start_import(
 async fn cancel_import(
     State(s): State<AppState>,
     caller: Caller,
-    PathKey(id): PathKey,
+    InPath(id): PathKey,
 ) -> Reply<ImportView> {
     Ok(Json(import::cancel(s.store.as_ref(), &caller, &id).await?))
 }
@@ -96,7 +96,7 @@ async fn cancel_import(
 async fn import_errors(
     State(s): State<AppState>,
     caller: Caller,
-    PathKey(id): PathKey,
+    InPath(id): PathKey,
     Params(q): Params<ErrorsQuery>,
 ) -> Result<CsvPage, ApiError> {
     let (text, next) = import::errors(s.store.as_ref(), &caller, &id, q.after).await?;
@@ -119,7 +119,7 @@ async fn create_export(
 async fn get_export(
     State(s): State<AppState>,
     caller: Caller,
-    PathKey(id): PathKey,
+    InPath(id): PathKey,
 ) -> Reply<ExportView> {
     Ok(Json(
         export::get(s.store.as_ref(), s.files()?, &caller, &id).await?,

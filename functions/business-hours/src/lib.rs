@@ -4,7 +4,7 @@ use axum::Json;
 use axum::extract::State;
 use shared::auth::{Caller, Resource};
 use shared::domain::business_hours::{self, BusinessHourView};
-use shared::http::{AppState, Group, Params, PathId, Reply};
+use shared::http::{AppState, Group, InPath, Params, PathId, Reply};
 use shared::page::{ListPage, OffsetQuery};
 
 pub fn group() -> Group {
@@ -31,7 +31,7 @@ async fn list(
 async fn get(
     State(s): State<AppState>,
     caller: Caller,
-    PathId(id): PathId,
+    InPath(id): PathId,
 ) -> Reply<BusinessHourView> {
     Ok(Json(
         business_hours::get(s.store.as_ref(), &caller, id)

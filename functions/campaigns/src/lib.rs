@@ -57,7 +57,7 @@ async fn create(
     ))
 }
 
-async fn get(State(s): State<AppState>, caller: Caller, PathId(id): PathId) -> Reply<Campaign> {
+async fn get(State(s): State<AppState>, caller: Caller, InPath(id): PathId) -> Reply<Campaign> {
     Ok(Json(campaigns::get(s.store.as_ref(), &caller, id).await?))
 }
 
@@ -65,7 +65,7 @@ async fn get(State(s): State<AppState>, caller: Caller, PathId(id): PathId) -> R
 async fn update(
     State(s): State<AppState>,
     caller: Caller,
-    PathId(id): PathId,
+    InPath(id): PathId,
     Body(input): Body<CampaignInput>,
 ) -> Reply<Campaign> {
     Ok(Json(
@@ -89,7 +89,7 @@ async fn transition(
 async fn results(
     State(s): State<AppState>,
     caller: Caller,
-    PathId(id): PathId,
+    InPath(id): PathId,
     Body(report): Body<ResultsReport>,
 ) -> Result<Saved<Campaign>, shared::ApiError> {
     let (campaign, counted) = campaigns::report(s.store.as_ref(), &caller, id, report).await?;

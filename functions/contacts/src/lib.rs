@@ -14,7 +14,7 @@ use shared::domain::contacts::{
 use shared::domain::events::{EventPage, HistoryQuery};
 use shared::domain::imports::{self, ImportJobView, ImportRequest};
 use shared::http::{
-    AppState, Body, Created, Group, Meter, MultiStatus, Params, PathId, PathKey, Progress,
+    AppState, Body, Created, Group, InPath, Meter, MultiStatus, Params, PathId, PathKey, Progress,
     ReadBackRoute, Reply, created,
 };
 use shared::page::{CursorPage, CursorQuery, ListPage};
@@ -152,7 +152,7 @@ async fn find_or_create(
 async fn history(
     State(s): State<AppState>,
     caller: Caller,
-    PathId(id): PathId,
+    InPath(id): PathId,
     Params(q): Params<HistoryQuery>,
 ) -> Reply<EventPage> {
     Ok(Json(
@@ -160,7 +160,7 @@ async fn history(
     ))
 }
 
-async fn get(State(s): State<AppState>, caller: Caller, PathId(id): PathId) -> Reply<ContactV3> {
+async fn get(State(s): State<AppState>, caller: Caller, InPath(id): PathId) -> Reply<ContactV3> {
     Ok(Json(
         contacts::get(s.store.as_ref(), &caller, id).await?.into(),
     ))
@@ -169,7 +169,7 @@ async fn get(State(s): State<AppState>, caller: Caller, PathId(id): PathId) -> R
 async fn update(
     State(s): State<AppState>,
     caller: Caller,
-    PathId(id): PathId,
+    InPath(id): PathId,
     Body(input): Body<ContactInput>,
 ) -> Reply<ContactV3> {
     Ok(Json(
@@ -183,7 +183,7 @@ async fn update(
 async fn merge(
     State(s): State<AppState>,
     caller: Caller,
-    PathId(id): PathId,
+    InPath(id): PathId,
     Body(request): Body<MergeRequest>,
 ) -> Result<Progress<MergeView>, ApiError> {
     let job = contacts::merging::start(s.store.as_ref(), s.jobs()?, &caller, id, request).await?;
@@ -198,7 +198,7 @@ async fn merge(
 async fn merge_status(
     State(s): State<AppState>,
     caller: Caller,
-    PathKey(id): PathKey,
+    InPath(id): PathKey,
 ) -> Reply<MergeView> {
     Ok(Json(
         contacts::merging::get(s.store.as_ref(), &caller, &id)
@@ -212,7 +212,7 @@ async fn merge_status(
 async fn erase(
     State(s): State<AppState>,
     caller: Caller,
-    PathId(id): PathId,
+    InPath(id): PathId,
 ) -> Result<Progress<ContactV3>, ApiError> {
     let (contact, done) =
         contacts::erasing::request(s.store.as_ref(), s.jobs()?, &caller, id).await?;
@@ -226,7 +226,7 @@ async fn erase(
 async fn export(
     State(s): State<AppState>,
     caller: Caller,
-    PathId(id): PathId,
+    InPath(id): PathId,
 ) -> Reply<ContactExport> {
     Ok(Json(contacts::export(s.store.as_ref(), &caller, id).await?))
 }
@@ -253,7 +253,7 @@ async fn create_v1(
     Ok(created(ContactV1::from(contact)))
 }
 
-async fn get_v1(State(s): State<AppState>, caller: Caller, PathId(id): PathId) -> Reply<ContactV1> {
+async fn get_v1(State(s): State<AppState>, caller: Caller, InPath(id): PathId) -> Reply<ContactV1> {
     Ok(Json(
         contacts::get(s.store.as_ref(), &caller, id).await?.into(),
     ))
@@ -262,7 +262,7 @@ async fn get_v1(State(s): State<AppState>, caller: Caller, PathId(id): PathId) -
 async fn update_v1(
     State(s): State<AppState>,
     caller: Caller,
-    PathId(id): PathId,
+    InPath(id): PathId,
     Body(input): Body<ContactInputV1>,
 ) -> Reply<ContactV1> {
     Ok(Json(
@@ -285,7 +285,7 @@ async fn import(
 async fn import_status(
     State(s): State<AppState>,
     caller: Caller,
-    PathKey(id): PathKey,
+    InPath(id): PathKey,
 ) -> Reply<ImportJobView> {
     Ok(Json(
         imports::get(s.store.as_ref(), &caller, &id).await?.into(),

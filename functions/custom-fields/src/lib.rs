@@ -4,7 +4,7 @@ use axum::Json;
 use axum::extract::State;
 use shared::auth::{Caller, Resource};
 use shared::domain::custom_fields::{self, CustomFieldV1, CustomFieldView};
-use shared::http::{AppState, Group, Params, PathId, Reply};
+use shared::http::{AppState, Group, InPath, Params, PathId, Reply};
 use shared::page::{CursorPage, CursorQuery, ListPage, OffsetQuery};
 
 pub fn group() -> Group {
@@ -35,7 +35,7 @@ async fn list(
 async fn get(
     State(s): State<AppState>,
     caller: Caller,
-    PathId(id): PathId,
+    InPath(id): PathId,
 ) -> Reply<CustomFieldView> {
     Ok(Json(
         custom_fields::get(s.store.as_ref(), &caller, id)
@@ -59,7 +59,7 @@ async fn list_v1(
 async fn get_v1(
     State(s): State<AppState>,
     caller: Caller,
-    PathId(id): PathId,
+    InPath(id): PathId,
 ) -> Reply<CustomFieldV1> {
     Ok(Json(
         custom_fields::get_public(s.store.as_ref(), &caller, id)

@@ -8,8 +8,8 @@ use shared::domain::batch::{self, BatchAnswer, BatchRequest, DealData, DealOp};
 use shared::domain::deals::{self, DealCreate, DealPatch, DealQuery, DealView};
 use shared::domain::events::{EventPage, HistoryQuery};
 use shared::http::{
-    AppState, Body, Created, Group, Grouped, Meter, MultiStatus, Params, PathId, PathKey, Reply,
-    created,
+    AppState, Body, Created, Group, Grouped, InPath, Meter, MultiStatus, Params, PathId, PathKey,
+    Reply, created,
 };
 use shared::page::ListPage;
 
@@ -59,7 +59,7 @@ async fn create(
 async fn history(
     State(s): State<AppState>,
     caller: Caller,
-    PathId(id): PathId,
+    InPath(id): PathId,
     Params(q): Params<HistoryQuery>,
 ) -> Reply<EventPage> {
     Ok(Json(
@@ -67,7 +67,7 @@ async fn history(
     ))
 }
 
-async fn get(State(s): State<AppState>, caller: Caller, PathId(id): PathId) -> Reply<DealView> {
+async fn get(State(s): State<AppState>, caller: Caller, InPath(id): PathId) -> Reply<DealView> {
     Ok(Json(
         deals::get(s.store.as_ref(), &caller, id).await?.into(),
     ))
@@ -77,7 +77,7 @@ async fn get(State(s): State<AppState>, caller: Caller, PathId(id): PathId) -> R
 async fn update(
     State(s): State<AppState>,
     caller: Caller,
-    PathKey(id): PathKey,
+    InPath(id): PathKey,
     Body(input): Body<DealPatch>,
 ) -> Reply<DealView> {
     let id = id.parse::<u64>().map_err(|_| ApiError::not_found("deal"))?;

@@ -6,7 +6,7 @@ use axum::extract::State;
 use shared::auth::{Caller, Resource};
 use shared::domain::batch::{self, BatchAnswer, BatchRequest, ProductOp};
 use shared::domain::products::{self, ProductPatch, ProductView};
-use shared::http::{AppState, Body, Group, Meter, MultiStatus, Params, PathId, Reply};
+use shared::http::{AppState, Body, Group, InPath, Meter, MultiStatus, Params, PathId, Reply};
 use shared::page::{ListPage, OffsetQuery};
 
 pub fn group() -> Group {
@@ -37,7 +37,7 @@ async fn list(
     ))
 }
 
-async fn get(State(s): State<AppState>, caller: Caller, PathId(id): PathId) -> Reply<ProductView> {
+async fn get(State(s): State<AppState>, caller: Caller, InPath(id): PathId) -> Reply<ProductView> {
     Ok(Json(
         products::get(s.store.as_ref(), &caller, id).await?.into(),
     ))
@@ -46,7 +46,7 @@ async fn get(State(s): State<AppState>, caller: Caller, PathId(id): PathId) -> R
 async fn update(
     State(s): State<AppState>,
     caller: Caller,
-    PathId(id): PathId,
+    InPath(id): PathId,
     Body(patch): Body<ProductPatch>,
 ) -> Reply<ProductView> {
     Ok(Json(

@@ -5,7 +5,7 @@ use axum::Json;
 use axum::extract::State;
 use shared::auth::{Caller, Resource};
 use shared::domain::sessions::{self, Session, SessionInput, SessionList, SessionQuery};
-use shared::http::{AppState, Body, Group, Grouped, PathKey, Reply, Saved};
+use shared::http::{AppState, Body, Group, Grouped, InPath, PathKey, Reply, Saved};
 
 pub fn group() -> Group {
     Group::new("reports")
@@ -27,7 +27,7 @@ async fn list(
     Ok(Json(sessions::list(s.store.as_ref(), &caller, q).await?))
 }
 
-async fn get(State(s): State<AppState>, caller: Caller, PathKey(id): PathKey) -> Reply<Session> {
+async fn get(State(s): State<AppState>, caller: Caller, InPath(id): PathKey) -> Reply<Session> {
     Ok(Json(sessions::get(s.store.as_ref(), &caller, &id).await?))
 }
 
@@ -36,7 +36,7 @@ async fn get(State(s): State<AppState>, caller: Caller, PathKey(id): PathKey) ->
 async fn put(
     State(s): State<AppState>,
     caller: Caller,
-    PathKey(id): PathKey,
+    InPath(id): PathKey,
     Body(input): Body<SessionInput>,
 ) -> Result<Saved<Session>, shared::ApiError> {
     let (session, created) = sessions::put(s.store.as_ref(), &caller, &id, input).await?;

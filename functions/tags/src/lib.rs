@@ -6,8 +6,8 @@ use shared::auth::{Caller, Resource};
 use shared::domain::batch::{self, BatchAnswer, BatchRequest, TagData, TagOp};
 use shared::domain::tags::{self, TagCreate, TagCreateV1, TagPatch, TagPatchV1, TagV1, TagV3};
 use shared::http::{
-    AppState, Body, Created, Group, Linked, Meter, MultiStatus, Params, PathId, Reply, created,
-    next_link,
+    AppState, Body, Created, Group, InPath, Linked, Meter, MultiStatus, Params, PathId, Reply,
+    created, next_link,
 };
 use shared::page::{CursorQuery, ListPage, OffsetQuery};
 
@@ -62,14 +62,14 @@ async fn create(
     Ok(created(TagV3::from(tag)))
 }
 
-async fn get(State(s): State<AppState>, caller: Caller, PathId(id): PathId) -> Reply<TagV3> {
+async fn get(State(s): State<AppState>, caller: Caller, InPath(id): PathId) -> Reply<TagV3> {
     Ok(Json(tags::get(s.store.as_ref(), &caller, id).await?.into()))
 }
 
 async fn update(
     State(s): State<AppState>,
     caller: Caller,
-    PathId(id): PathId,
+    InPath(id): PathId,
     Body(patch): Body<TagPatch>,
 ) -> Reply<TagV3> {
     Ok(Json(
@@ -79,7 +79,7 @@ async fn update(
     ))
 }
 
-async fn delete(State(s): State<AppState>, caller: Caller, PathId(id): PathId) -> Reply<TagV3> {
+async fn delete(State(s): State<AppState>, caller: Caller, InPath(id): PathId) -> Reply<TagV3> {
     Ok(Json(
         tags::delete(s.store.as_ref(), &caller, id).await?.into(),
     ))
@@ -108,14 +108,14 @@ async fn create_v1(
     Ok(created(TagV1::from(tag)))
 }
 
-async fn get_v1(State(s): State<AppState>, caller: Caller, PathId(id): PathId) -> Reply<TagV1> {
+async fn get_v1(State(s): State<AppState>, caller: Caller, InPath(id): PathId) -> Reply<TagV1> {
     Ok(Json(tags::get(s.store.as_ref(), &caller, id).await?.into()))
 }
 
 async fn update_v1(
     State(s): State<AppState>,
     caller: Caller,
-    PathId(id): PathId,
+    InPath(id): PathId,
     Body(patch): Body<TagPatchV1>,
 ) -> Reply<TagV1> {
     Ok(Json(
@@ -125,7 +125,7 @@ async fn update_v1(
     ))
 }
 
-async fn delete_v1(State(s): State<AppState>, caller: Caller, PathId(id): PathId) -> Reply<TagV1> {
+async fn delete_v1(State(s): State<AppState>, caller: Caller, InPath(id): PathId) -> Reply<TagV1> {
     Ok(Json(
         tags::delete(s.store.as_ref(), &caller, id).await?.into(),
     ))

@@ -90,11 +90,7 @@ async fn list(State(s): State<AppState>, caller: Caller) -> Reply<ListPage<Webho
     Ok(Json(endpoints::list(s.store.as_ref(), &caller).await?))
 }
 
-async fn get(
-    State(s): State<AppState>,
-    caller: Caller,
-    PathKey(id): PathKey,
-) -> Reply<WebhookView> {
+async fn get(State(s): State<AppState>, caller: Caller, InPath(id): PathKey) -> Reply<WebhookView> {
     let webhook = endpoints::find(s.store.as_ref(), &caller, &id, false).await?;
     Ok(Json(WebhookView::from(&webhook)))
 }
@@ -102,7 +98,7 @@ async fn get(
 async fn update(
     State(s): State<AppState>,
     caller: Caller,
-    PathKey(id): PathKey,
+    InPath(id): PathKey,
     Body(patch): Body<WebhookPatch>,
 ) -> Reply<WebhookView> {
     let webhook = endpoints::update(s.store.as_ref(), &caller, &s.webhooks, &id, patch).await?;
@@ -112,7 +108,7 @@ async fn update(
 async fn delete(
     State(s): State<AppState>,
     caller: Caller,
-    PathKey(id): PathKey,
+    InPath(id): PathKey,
 ) -> Reply<WebhookView> {
     let webhook = endpoints::delete(s.store.as_ref(), &caller, &id).await?;
     Ok(Json(WebhookView::from(&webhook)))
@@ -121,7 +117,7 @@ async fn delete(
 async fn rotate(
     State(s): State<AppState>,
     caller: Caller,
-    PathKey(id): PathKey,
+    InPath(id): PathKey,
 ) -> Reply<RotatedSecret> {
     Ok(Json(
         endpoints::rotate_secret(s.store.as_ref(), &caller, &id).await?,
@@ -131,7 +127,7 @@ async fn rotate(
 async fn ping(
     State(s): State<AppState>,
     caller: Caller,
-    PathKey(id): PathKey,
+    InPath(id): PathKey,
 ) -> Reply<DeliveryView> {
     Ok(Json(
         log::ping(s.store.as_ref(), &caller, &s.webhooks, &id).await?,
@@ -141,7 +137,7 @@ async fn ping(
 async fn deliveries(
     State(s): State<AppState>,
     caller: Caller,
-    PathKey(id): PathKey,
+    InPath(id): PathKey,
     Params(q): Params<DeliveryQuery>,
 ) -> Reply<DeliveryPage> {
     Ok(Json(
@@ -152,7 +148,7 @@ async fn deliveries(
 async fn retry(
     State(s): State<AppState>,
     caller: Caller,
-    PathKey(id): PathKey,
+    InPath(id): PathKey,
     InPath(delivery): InPath<DeliveryId>,
 ) -> Reply<DeliveryView> {
     let queue = s.deliveries()?;
@@ -164,7 +160,7 @@ async fn retry(
 async fn replay(
     State(s): State<AppState>,
     caller: Caller,
-    PathKey(id): PathKey,
+    InPath(id): PathKey,
     Body(request): Body<ReplayRequest>,
 ) -> Reply<Replay> {
     let queue = s.deliveries()?;

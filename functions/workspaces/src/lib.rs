@@ -13,8 +13,8 @@ use shared::domain::workspaces::{
     self, CreatedWorkspace, Environment, WorkspaceCreate, WorkspaceView,
 };
 use shared::http::{
-    AppState, Body, Created, Group, MaybeBody, Params, PathId, PathKey, ReadBackRoute, Reply,
-    created,
+    AppState, Body, Created, Group, InPath, MaybeBody, Params, PathId, PathKey, ReadBackRoute,
+    Reply, created,
 };
 use shared::page::ListPage;
 use shared::ratelimit::Limits;
@@ -106,7 +106,7 @@ async fn create(
 async fn promote_testing(
     State(s): State<AppState>,
     caller: Caller,
-    PathId(id): PathId,
+    InPath(id): PathId,
 ) -> Result<Created<WorkspaceView>, shared::ApiError> {
     let workspace = workspaces::set_environment(
         s.store.as_ref(),
@@ -122,7 +122,7 @@ async fn promote_testing(
 async fn demote_testing(
     State(s): State<AppState>,
     caller: Caller,
-    PathId(id): PathId,
+    InPath(id): PathId,
 ) -> Result<Created<WorkspaceView>, shared::ApiError> {
     let workspace = workspaces::set_environment(
         s.store.as_ref(),
@@ -149,7 +149,7 @@ async fn send_welcome(
 async fn get_welcome(
     State(s): State<AppState>,
     caller: Caller,
-    PathKey(id): PathKey,
+    InPath(id): PathKey,
 ) -> Reply<WelcomeMessage> {
     Ok(Json(welcome::get(s.store.as_ref(), &caller, &id).await?))
 }
@@ -183,7 +183,7 @@ async fn remove_churn_reason(
     ))
 }
 
-async fn rate_limits(State(s): State<AppState>, PathId(id): PathId) -> Reply<Limits> {
+async fn rate_limits(State(s): State<AppState>, InPath(id): PathId) -> Reply<Limits> {
     let ws = shared::ids::WorkspaceId(id);
     Ok(Json(
         workspaces::rate_limits(s.store.as_ref(), &s.limiter, ws).await?,
@@ -192,7 +192,7 @@ async fn rate_limits(State(s): State<AppState>, PathId(id): PathId) -> Reply<Lim
 
 async fn set_rate_limits(
     State(s): State<AppState>,
-    PathId(id): PathId,
+    InPath(id): PathId,
     Body(limits): Body<Limits>,
 ) -> Reply<Limits> {
     let ws = shared::ids::WorkspaceId(id);

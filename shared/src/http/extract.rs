@@ -135,60 +135,14 @@ pub async fn path_param<S: Send + Sync>(
         .ok_or_else(|| ApiError::internal(format!("route without {{{name}}}")))
 }
 
-/// A numeric parameter of the path (for routes with more than one, or not named
-/// `id`). Malformed is 400; well-formed and unknown is the domain's 404.
-pub fn numeric_param(params: &RawPathParams, name: &str) -> Result<u64, ApiError> {
-    params
-        .iter()
-        .find(|(key, _)| *key == name)
-        .and_then(|(_, value)| value.parse::<u64>().ok())
-        .filter(|&id| id > 0)
-        .ok_or_else(|| ApiError::field(name, "must be a positive whole number"))
-}
-
-/// A text parameter of the path.
-pub fn text_param(params: &RawPathParams, name: &str) -> Result<String, ApiError> {
-    params
-        .iter()
-        .find(|(key, _)| *key == name)
-        .map(|(_, value)| value.to_owned())
-        .ok_or_else(|| ApiError::internal(format!("route without {{{name}}}")))
-}
-
-/// The numeric `{id}` of a path. A malformed id is 400; a well-formed unknown one is 404.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PathId(pub u64);
-
-impl<S: Send + Sync> FromRequestParts<S> for PathId {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        let raw = path_param(parts, state, "id").await?;
-        raw.parse::<u64>()
-            .ok()
-            .filter(|&id| id > 0)
-            .map(PathId)
-            .ok_or_else(|| ApiError::field("id", "must be a positive whole number"))
-    }
-}
-
-/// The string `{id}` of a path (API tokens, audit entries, sessions, snapshots).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PathKey(pub String);
-
-impl<S: Send + Sync> FromRequestParts<S> for PathKey {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        path_param(parts, state, "id").await.map(PathKey)
-    }
-}
-
 /// A named parameter of the path, parsed by its type: `InPath<DashboardId>`.
 /// The type names the parameter and its schema, so the OpenAPI document
 /// describes exactly what the handler parses.
 pub trait PathParam {
     const NAME: &'static str;
+    /// The answers a request with this parameter may get before its handler
+    /// runs (the OpenAPI document's).
+    const ERRORS: &'static [(u16, &'static str)] = &[(400, "A path parameter is malformed")];
     type Value;
     fn parse(raw: &str) -> Result<Self::Value, ApiError>;
     /// The JSON schema of the parameter.
@@ -207,14 +161,19 @@ impl<S: Send + Sync, P: PathParam> FromRequestParts<S> for InPath<P> {
     }
 }
 
-/// Declares a [`PathParam`] that is a positive whole number.
+/// Declares a [`PathParam`] that is a positive whole number (and, after its name, the
+/// answers it may get early, when not only a 400).
 #[macro_export]
 macro_rules! numeric_path_param {
     ($(#[$doc:meta])* $name:ident, $param:literal) => {
+        $crate::numeric_path_param!($(#[$doc])* $name, $param, &[(400, "A path parameter is malformed")]);
+    };
+    ($(#[$doc:meta])* $name:ident, $param:literal, $errors:expr) => {
         $(#[$doc])*
         pub struct $name;
         impl $crate::http::PathParam for $name {
             const NAME: &'static str = $param;
+            const ERRORS: &'static [(u16, &'static str)] = $errors;
             type Value = u64;
             fn parse(raw: &str) -> Result<u64, $crate::ApiError> {
                 raw.parse::<u64>()
@@ -229,14 +188,19 @@ macro_rules! numeric_path_param {
     };
 }
 
-/// Declares a [`PathParam`] that is free text.
+/// Declares a [`PathParam`] that is free text (and, after its name, the
+/// answers it may get early, when not only a 400).
 #[macro_export]
 macro_rules! text_path_param {
     ($(#[$doc:meta])* $name:ident, $param:literal) => {
+        $crate::text_path_param!($(#[$doc])* $name, $param, &[(400, "A path parameter is malformed")]);
+    };
+    ($(#[$doc:meta])* $name:ident, $param:literal, $errors:expr) => {
         $(#[$doc])*
         pub struct $name;
         impl $crate::http::PathParam for $name {
             const NAME: &'static str = $param;
+            const ERRORS: &'static [(u16, &'static str)] = $errors;
             type Value = String;
             fn parse(raw: &str) -> Result<String, $crate::ApiError> {
                 Ok(raw.to_owned())
@@ -277,3 +241,28 @@ impl FromRequestParts<AppState> for Caller {
         Caller::authenticate(&parts.headers, reads_only, state.ungated.clone(), need).await
     }
 }
+
+numeric_path_param!(
+    /// The numeric `{id}` of a path ([`PathId`]).
+    NumericId,
+    "id",
+    &[
+        (400, "The id is not a positive whole number"),
+        (404, "No such record in the caller's workspace"),
+    ]
+);
+
+text_path_param!(
+    /// The text `{id}` of a path ([`PathKey`]).
+    TextId,
+    "id",
+    &[(404, "No such record in the caller's workspace")]
+);
+
+/// The numeric `{id}` of a path: `InPath(id): PathId`. A malformed id is
+/// 400; a well-formed unknown one is 404.
+pub type PathId = InPath<NumericId>;
+
+/// The string `{id}` of a path (API tokens, audit entries, sessions,
+/// snapshots): `InPath(id): PathKey`.
+pub type PathKey = InPath<TextId>;

@@ -29,8 +29,8 @@ mod reply;
 pub use bounds::MAX_URI;
 pub use create::Create;
 pub use extract::{
-    Body, Grouped, InPath, MaybeBody, Params, PathId, PathKey, PathParam, numeric_param,
-    path_param, text_param,
+    Body, Grouped, InPath, MaybeBody, NumericId, Params, PathId, PathKey, PathParam, TextId,
+    path_param,
 };
 pub use guard::Meter;
 

@@ -19,7 +19,7 @@ use schemars::JsonSchema;
 use serde_json::{Value, json};
 
 use super::Group;
-use super::extract::{Body, Grouped, InPath, MaybeBody, Params, PathId, PathKey, PathParam};
+use super::extract::{Body, Grouped, InPath, MaybeBody, Params, PathParam};
 use crate::auth::{Caller, Need};
 use crate::error::{ApiError, ErrorBody};
 use crate::query::GroupedQuery;
@@ -360,23 +360,6 @@ pub fn id_schema() -> Value {
     json!({ "type": "integer", "format": "int64", "minimum": 1, "maximum": 9007199254740991_u64 })
 }
 
-impl OperationInput for PathId {
-    fn operation_input(_: &mut GenContext, operation: &mut Operation) {
-        path_parameter(operation, "id", id_schema());
-    }
-    early_errors!(&[
-        (400, "The id is not a positive whole number"),
-        (404, "No such record in the caller's workspace"),
-    ]);
-}
-
-impl OperationInput for PathKey {
-    fn operation_input(_: &mut GenContext, operation: &mut Operation) {
-        path_parameter(operation, "id", json!({ "type": "string", "minLength": 1 }));
-    }
-    early_errors!(&[(404, "No such record in the caller's workspace")]);
-}
-
 // ------------------------------------------------------------------ outputs
 
 impl OperationOutput for ApiError {
@@ -427,7 +410,7 @@ impl<P: PathParam> OperationInput for InPath<P> {
     fn operation_input(_: &mut GenContext, operation: &mut Operation) {
         path_parameter(operation, P::NAME, P::schema());
     }
-    early_errors!(&[(400, "A path parameter is malformed")]);
+    early_errors!(P::ERRORS);
 }
 
 /// Every `{name}` of a route's path must be described by one of its
