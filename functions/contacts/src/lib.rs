@@ -111,9 +111,8 @@ async fn batch(
     Body(request): Body<BatchRequest<ContactOp, ContactInput>>,
 ) -> Result<MultiStatus<BatchAnswer<ContactV3>>, ApiError> {
     meter.charge_batch(request.operations.len()).await?;
-    let body = batch::contacts(s.store.as_ref(), &caller, request).await;
-    let some_failed = body.some_failed();
-    Ok(MultiStatus { body, some_failed })
+    let answer = batch::contacts(s.store.as_ref(), &caller, request).await;
+    Ok(MultiStatus::of(answer, BatchAnswer::some_failed))
 }
 
 async fn duplicates(

@@ -96,7 +96,6 @@ async fn batch(
     Body(request): Body<BatchRequest<DealOp, DealData>>,
 ) -> Result<MultiStatus<BatchAnswer<DealView>>, ApiError> {
     meter.charge_batch(request.operations.len()).await?;
-    let body = batch::deals(s.store.as_ref(), &caller, request).await;
-    let some_failed = body.some_failed();
-    Ok(MultiStatus { body, some_failed })
+    let answer = batch::deals(s.store.as_ref(), &caller, request).await;
+    Ok(MultiStatus::of(answer, BatchAnswer::some_failed))
 }

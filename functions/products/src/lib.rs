@@ -64,7 +64,6 @@ async fn batch(
     Body(request): Body<BatchRequest<ProductOp, ProductPatch>>,
 ) -> Result<MultiStatus<BatchAnswer<ProductView>>, shared::ApiError> {
     meter.charge_batch(request.operations.len()).await?;
-    let body = batch::products(s.store.as_ref(), &caller, request).await;
-    let some_failed = body.some_failed();
-    Ok(MultiStatus { body, some_failed })
+    let answer = batch::products(s.store.as_ref(), &caller, request).await;
+    Ok(MultiStatus::of(answer, BatchAnswer::some_failed))
 }

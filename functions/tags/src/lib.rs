@@ -139,7 +139,6 @@ async fn batch(
     Body(request): Body<BatchRequest<TagOp, TagData>>,
 ) -> Result<MultiStatus<BatchAnswer<TagV3>>, shared::ApiError> {
     meter.charge_batch(request.operations.len()).await?;
-    let body = batch::tags(s.store.as_ref(), &caller, request).await;
-    let some_failed = body.some_failed();
-    Ok(MultiStatus { body, some_failed })
+    let answer = batch::tags(s.store.as_ref(), &caller, request).await;
+    Ok(MultiStatus::of(answer, BatchAnswer::some_failed))
 }

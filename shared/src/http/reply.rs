@@ -94,6 +94,14 @@ pub struct MultiStatus<T> {
     pub some_failed: bool,
 }
 
+impl<T> MultiStatus<T> {
+    /// `body`, with what says of it whether a part failed.
+    pub fn of(body: T, some_failed: impl FnOnce(&T) -> bool) -> Self {
+        let some_failed = some_failed(&body);
+        Self { body, some_failed }
+    }
+}
+
 impl<T: Serialize> IntoResponse for MultiStatus<T> {
     fn into_response(self) -> axum::response::Response {
         let status = match self.some_failed {

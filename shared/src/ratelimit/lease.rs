@@ -146,7 +146,8 @@ impl Lease {
     fn low(&self, now: i64) -> Option<u32> {
         let size = self.policy.lease_size();
         let quarter = size / 4;
-        let low = self.held <= quarter || (self.until - now) * 4 <= LEASE_TIME_US;
+        let low = self.held <= quarter
+            || self.until.saturating_sub(now).saturating_mul(4) <= LEASE_TIME_US;
         let free = !self.topping && self.landing.is_none() && self.stands;
         (quarter > 0 && low && free).then(|| (size + quarter).saturating_sub(self.held).min(size))
     }
