@@ -7,7 +7,8 @@ use shared::ApiError;
 
 use crate::protocol::RpcError;
 use crate::relay::{Relayed, Reply};
-use crate::tools::{KEY, TOOLS, Tool, Via};
+use crate::schema::KEY;
+use crate::tools::{TOOLS, Tool, Via};
 
 /// `tools/call`: a refused input, a refused scope or a failed request is a
 /// tool result a model can act on (`isError`); only a token that does not

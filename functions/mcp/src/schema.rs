@@ -5,7 +5,8 @@ use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde_json::{Value, json};
 
-use crate::tools::KEY;
+/// The argument a writing tool takes for its `Idempotency-Key`.
+pub(crate) const KEY: &str = "idempotencyKey";
 
 /// `T`'s JSON Schema (2020-12, its definitions under `$defs`), as the
 /// OpenAPI document has it.

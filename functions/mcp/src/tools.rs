@@ -56,8 +56,6 @@ pub enum Via {
     TagDeal,
 }
 
-pub(crate) const KEY: &str = "idempotencyKey";
-
 const READ: (bool, bool, bool) = (true, false, true);
 const CREATE: (bool, bool, bool) = (false, false, false);
 const UPDATE: (bool, bool, bool) = (false, true, true);
