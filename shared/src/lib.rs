@@ -16,6 +16,7 @@ pub mod lambda;
 pub mod load;
 pub mod outbound;
 pub mod page;
+pub mod patch;
 pub mod period;
 pub mod phone;
 pub mod query;

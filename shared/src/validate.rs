@@ -3,6 +3,8 @@
 use serde::{Deserialize, Deserializer};
 use validator::ValidationError;
 
+use crate::patch::Patch;
+
 /// An optional field that may be left out but not set to `null`.
 pub fn present<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
 where
@@ -15,14 +17,35 @@ where
     }
 }
 
-/// An optional field where `null` means "clear it": absent is `None`, `null` is
-/// `Some(None)`, a value is `Some(Some(value))`. Use with `#[serde(default)]`.
-pub fn nullable<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Option::<T>::deserialize(d).map(Some)
+/// What a custom check reads: a text, or the value of a [`Patch`] (one that
+/// keeps or clears a field has nothing to check). validator's derive unwraps
+/// an `Option` field but hands a `Patch` over whole.
+pub trait Text {
+    fn text(&self) -> Option<&str>;
+}
+
+impl Text for str {
+    fn text(&self) -> Option<&str> {
+        Some(self)
+    }
+}
+
+impl Text for String {
+    fn text(&self) -> Option<&str> {
+        Some(self)
+    }
+}
+
+impl<T: Text + ?Sized> Text for &T {
+    fn text(&self) -> Option<&str> {
+        (**self).text()
+    }
+}
+
+impl Text for Patch<String> {
+    fn text(&self) -> Option<&str> {
+        self.as_value().map(String::as_str)
+    }
 }
 
 /// The fields a create needs, of a body type shared with the update (where
@@ -77,7 +100,10 @@ pub const WEB_URL_PATTERN: &str = "^https?://[^/?#]";
 /// An absolute `http` or `https` address with a host, that a browser (the
 /// WHATWG parser) reads as written: `http://[` and `http://a]b` are refused.
 /// It is answered back as given, so a client that parses it can.
-pub fn web_url(value: &str) -> Result<(), ValidationError> {
+pub fn web_url(value: &(impl Text + ?Sized)) -> Result<(), ValidationError> {
+    let Some(value) = value.text() else {
+        return Ok(());
+    };
     let rest = value
         .strip_prefix("https://")
         .or_else(|| value.strip_prefix("http://"));
@@ -111,7 +137,10 @@ pub fn web_url(value: &str) -> Result<(), ValidationError> {
 /// `validator`'s compiles regular expressions: linking the `regex` engine cost
 /// the contacts function 170 KB of binary and 0.3 MB at start
 /// (docs/bench-results.md).
-pub fn email(value: &str) -> Result<(), ValidationError> {
+pub fn email(value: &(impl Text + ?Sized)) -> Result<(), ValidationError> {
+    let Some(value) = value.text() else {
+        return Ok(());
+    };
     if is_email(value) {
         Ok(())
     } else {
@@ -187,11 +216,17 @@ pub const CHANNEL_TYPES: &[&str] = &[
 /// Where a campaign's leads come from: existing contacts, an uploaded list, a segment.
 pub const LEAD_TYPES: &[&str] = &["contacts", "list", "segment"];
 
-pub fn channel_type(value: &str) -> Result<(), ValidationError> {
+pub fn channel_type(value: &(impl Text + ?Sized)) -> Result<(), ValidationError> {
+    let Some(value) = value.text() else {
+        return Ok(());
+    };
     one_of(value, CHANNEL_TYPES)
 }
 
-pub fn lead_type(value: &str) -> Result<(), ValidationError> {
+pub fn lead_type(value: &(impl Text + ?Sized)) -> Result<(), ValidationError> {
+    let Some(value) = value.text() else {
+        return Ok(());
+    };
     one_of(value, LEAD_TYPES)
 }
 

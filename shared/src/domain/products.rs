@@ -12,9 +12,9 @@ use crate::error::{ApiError, ApiResult};
 use crate::ids::WorkspaceId;
 use crate::keys;
 use crate::page::{ListPage, Paging};
+use crate::patch::Patch;
 use crate::record::{self, Mutation, Record, Stamps};
 use crate::store::{Key, Store};
-use crate::validate::nullable;
 
 pub const LIST: &str = "PRODUCT";
 
@@ -93,9 +93,9 @@ impl From<Product> for ProductView {
 #[derive(Debug, Default, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ProductPatch {
-    #[serde(default, rename = "_id", deserialize_with = "nullable")]
+    #[serde(default, rename = "_id")]
     #[validate(length(max = 128))]
-    pub legacy_id: Option<Option<String>>,
+    pub legacy_id: Patch<String>,
     #[schemars(with = "String")]
     #[serde(default, deserialize_with = "crate::validate::present")]
     #[validate(
@@ -103,9 +103,9 @@ pub struct ProductPatch {
         custom(function = "crate::validate::not_blank")
     )]
     pub name: Option<String>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default)]
     #[validate(length(max = 2000))]
-    pub description: Option<Option<String>>,
+    pub description: Patch<String>,
     #[schemars(with = "f64")]
     #[serde(default, deserialize_with = "crate::validate::present")]
     #[validate(range(min = 0.0, max = 1e12))]
@@ -152,15 +152,11 @@ pub async fn update(
     )
     .await?;
     let mut product = current.clone();
-    if let Some(legacy_id) = patch.legacy_id {
-        product.legacy_id = legacy_id;
-    }
+    patch.legacy_id.apply(&mut product.legacy_id);
     if let Some(name) = patch.name {
         product.name = name.trim().to_owned();
     }
-    if let Some(description) = patch.description {
-        product.description = description;
-    }
+    patch.description.apply(&mut product.description);
     if let Some(price) = patch.price {
         product.price = price;
     }

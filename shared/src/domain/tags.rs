@@ -6,6 +6,7 @@
 //! is claimed in the same transaction as the tag, so of two concurrent creates
 //! of one name exactly one succeeds and the other gets 409.
 
+use crate::patch::Patch;
 use serde::{Deserialize, Serialize};
 use validator::Validate;
 
@@ -147,18 +148,14 @@ pub struct TagPatch {
     #[serde(default, deserialize_with = "crate::validate::present")]
     #[validate(length(min = 1, max = 128))]
     pub color: Option<String>,
-    #[serde(default, deserialize_with = "crate::validate::nullable")]
+    #[serde(default)]
     #[validate(length(max = 20))]
-    pub text_color: Option<Option<String>>,
-    #[serde(default, deserialize_with = "crate::validate::nullable")]
-    pub author_id: Option<Option<u64>>,
-    #[serde(
-        default,
-        rename = "_id",
-        deserialize_with = "crate::validate::nullable"
-    )]
+    pub text_color: Patch<String>,
+    #[serde(default)]
+    pub author_id: Patch<u64>,
+    #[serde(default, rename = "_id")]
     #[validate(length(max = 128))]
-    pub legacy_id: Option<Option<String>>,
+    pub legacy_id: Patch<String>,
 }
 
 /// `PATCH /v1/tags/{id}`: the public update record.
@@ -173,9 +170,9 @@ pub struct TagPatchV1 {
     #[serde(default, deserialize_with = "crate::validate::present")]
     #[validate(length(min = 1, max = 128))]
     pub color: Option<String>,
-    #[serde(default, deserialize_with = "crate::validate::nullable")]
+    #[serde(default)]
     #[validate(length(max = 20))]
-    pub text_color: Option<Option<String>>,
+    pub text_color: Patch<String>,
 }
 
 impl From<TagPatchV1> for TagPatch {
@@ -282,9 +279,9 @@ pub async fn upsert(
                 let patch = TagPatch {
                     name: Some(input.name.clone()),
                     color: input.color.clone(),
-                    text_color: input.text_color.clone().map(Some),
-                    author_id: input.author_id.map(Some),
-                    legacy_id: input.legacy_id.clone().map(Some),
+                    text_color: Patch::set_or_keep(input.text_color.clone()),
+                    author_id: Patch::set_or_keep(input.author_id),
+                    legacy_id: Patch::set_or_keep(input.legacy_id.clone()),
                 };
                 update(store, caller, id, patch).await.map(|t| (t, false))
             }
@@ -360,9 +357,9 @@ impl Loadable for WithId<TagCreate> {
                 let patch = TagPatch {
                     name: Some(line.name),
                     color: line.color,
-                    text_color: line.text_color.map(Some),
-                    author_id: line.author_id.map(Some),
-                    legacy_id: line.legacy_id.map(Some),
+                    text_color: Patch::set_or_keep(line.text_color),
+                    author_id: Patch::set_or_keep(line.author_id),
+                    legacy_id: Patch::set_or_keep(line.legacy_id),
                 };
                 update(store, caller, id, patch)
             },
@@ -405,15 +402,9 @@ pub async fn update(
     if let Some(color) = patch.color {
         tag.color = color;
     }
-    if let Some(text_color) = patch.text_color {
-        tag.text_color = text_color;
-    }
-    if let Some(author_id) = patch.author_id {
-        tag.author_id = author_id;
-    }
-    if let Some(legacy_id) = patch.legacy_id {
-        tag.legacy_id = legacy_id;
-    }
+    patch.text_color.apply(&mut tag.text_color);
+    patch.author_id.apply(&mut tag.author_id);
+    patch.legacy_id.apply(&mut tag.legacy_id);
     let mut m = Mutation::new(caller);
     if !m.update(&current, &mut tag)? {
         return Ok(current); // nothing changed: no write, no audit entry

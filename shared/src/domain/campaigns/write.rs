@@ -12,9 +12,10 @@ use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::ids::{self, ClientTime};
 use crate::keys;
+use crate::patch::Patch;
 use crate::record::{self, CommitError, Mutation, with_fresh_id};
 use crate::store::Store;
-use crate::validate::{CreateFields, nullable};
+use crate::validate::CreateFields;
 
 pub(super) const WHAT: &str = "campaign";
 
@@ -23,49 +24,49 @@ pub(super) const WHAT: &str = "campaign";
 #[derive(Debug, Default, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CampaignInput {
-    #[serde(default, rename = "_id", deserialize_with = "nullable")]
+    #[serde(default, rename = "_id")]
     #[validate(length(max = 128))]
-    pub legacy_id: Option<Option<String>>,
+    pub legacy_id: Patch<String>,
     #[validate(
         length(min = 1, max = 128),
         custom(function = "crate::validate::not_blank")
     )]
     pub name: Option<String>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default)]
     #[validate(length(min = 1, max = 64))]
-    pub channel_id: Option<Option<String>>,
+    pub channel_id: Patch<String>,
     /// `whatsapp`, `instagram`, `messenger`, `telegram`, `sms` or `email`.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default)]
     #[validate(custom(function = "crate::validate::channel_type"))]
-    pub channel_type: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
+    pub channel_type: Patch<String>,
+    #[serde(default)]
     #[validate(length(min = 1, max = 64))]
-    pub operator_id: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
+    pub operator_id: Patch<String>,
+    #[serde(default)]
     #[validate(length(min = 1, max = 128))]
-    pub operator_name: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
+    pub operator_name: Patch<String>,
+    #[serde(default)]
     #[validate(length(min = 1, max = 64))]
-    pub business_hours_id: Option<Option<String>>,
+    pub business_hours_id: Patch<String>,
     /// `contacts` (existing contacts), `list` (an uploaded list) or `segment`.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default)]
     #[validate(custom(function = "crate::validate::lead_type"))]
-    pub lead_type: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
-    pub scheduled_to: Option<Option<ClientTime>>,
-    #[serde(default, deserialize_with = "nullable")]
+    pub lead_type: Patch<String>,
+    #[serde(default)]
+    pub scheduled_to: Patch<ClientTime>,
+    #[serde(default)]
     #[validate(
         length(min = 1, max = 2048),
         custom(function = "crate::validate::web_url")
     )]
     #[schemars(pattern(crate::validate::WEB_URL_PATTERN))]
-    pub leads_asset_url: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
+    pub leads_asset_url: Patch<String>,
+    #[serde(default)]
     #[validate(length(min = 1, max = 4096))]
-    pub message: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
+    pub message: Patch<String>,
+    #[serde(default)]
     #[validate(length(max = 4096))]
-    pub text_raw: Option<Option<String>>,
+    pub text_raw: Patch<String>,
     #[validate(length(max = 10))]
     #[schemars(inner(pattern(crate::validate::WEB_URL_PATTERN)))]
     pub assets_urls: Option<Vec<String>>,
@@ -81,8 +82,8 @@ pub struct CampaignInput {
     pub seconds_between_chunks: Option<u64>,
     #[validate(range(max = 720))]
     pub track_max_hours: Option<u64>,
-    #[serde(default, deserialize_with = "nullable")]
-    pub template: Option<Option<Map<String, Value>>>,
+    #[serde(default)]
+    pub template: Patch<Map<String, Value>>,
 }
 
 /// What [`create`] checks, for the document (`http::Create`).
@@ -104,6 +105,19 @@ impl CampaignInput {
             ($($field:ident),*) => {$( if let Some(v) = self.$field { f.$field = v; } )*};
         }
         set!(
+            assets_urls,
+            should_create_conversation,
+            track_all_channels,
+            leads_count,
+            chunk_size,
+            seconds_between_messages,
+            seconds_between_chunks,
+            track_max_hours
+        );
+        macro_rules! patch {
+            ($($field:ident),*) => {$( self.$field.apply(&mut f.$field); )*};
+        }
+        patch!(
             legacy_id,
             channel_id,
             channel_type,
@@ -114,22 +128,14 @@ impl CampaignInput {
             leads_asset_url,
             message,
             text_raw,
-            assets_urls,
-            should_create_conversation,
-            track_all_channels,
-            leads_count,
-            chunk_size,
-            seconds_between_messages,
-            seconds_between_chunks,
-            track_max_hours,
             template
         );
         if let Some(name) = self.name {
             f.name = name.trim().to_owned();
         }
-        if let Some(when) = self.scheduled_to {
-            f.scheduled_to = when.map(|t| ids::format_ts(&t.0));
-        }
+        self.scheduled_to
+            .map(|t| ids::format_ts(&t.0))
+            .apply(&mut f.scheduled_to);
         Ok(())
     }
 }

@@ -6,8 +6,8 @@ use validator::Validate;
 
 use super::record::{ContactFields, CrmData};
 use crate::error::{ApiError, ApiResult};
+use crate::patch::Patch;
 use crate::phone;
-use crate::validate::nullable;
 
 /// The `/v3` create and PATCH body: every field optional. `null` clears a field;
 /// `customFields` merges (a key set to `null` is removed). Limits: name, email
@@ -16,47 +16,47 @@ use crate::validate::nullable;
 #[derive(Debug, Clone, Default, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ContactInput {
-    #[serde(default, rename = "_id", deserialize_with = "nullable")]
+    #[serde(default, rename = "_id")]
     #[validate(length(max = 128))]
-    pub legacy_id: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
+    pub legacy_id: Patch<String>,
+    #[serde(default)]
     #[validate(length(max = 128))]
-    pub name: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
+    pub name: Patch<String>,
+    #[serde(default)]
     #[validate(length(max = 128), custom(function = "crate::validate::email"))]
     #[schemars(email)]
-    pub email: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
+    pub email: Patch<String>,
+    #[serde(default)]
     #[validate(length(max = 100))]
-    pub phone: Option<Option<String>>,
+    pub phone: Patch<String>,
     /// find-or-create only: more phones to look the contact up by (at most 10).
     #[serde(default)]
     #[validate(length(min = 1, max = 10))]
     pub phones: Option<Vec<String>>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default)]
     #[validate(length(max = 128))]
-    pub location: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
+    pub location: Patch<String>,
+    #[serde(default)]
     #[validate(length(max = 2048))]
-    pub avatar: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
+    pub avatar: Patch<String>,
+    #[serde(default)]
     #[validate(length(max = 10000))]
-    pub notes: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
+    pub notes: Patch<String>,
+    #[serde(default)]
     #[validate(length(max = 100))]
-    pub external_id: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
+    pub external_id: Patch<String>,
+    #[serde(default)]
     #[validate(length(max = 100))]
-    pub origin: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
+    pub origin: Patch<String>,
+    #[serde(default)]
     #[validate(length(max = 100))]
-    pub social_a_id: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
+    pub social_a_id: Patch<String>,
+    #[serde(default)]
     #[validate(length(max = 100))]
-    pub social_b_id: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
+    pub social_b_id: Patch<String>,
+    #[serde(default)]
     #[validate(length(max = 100))]
-    pub social_c_id: Option<Option<String>>,
+    pub social_c_id: Patch<String>,
     #[schemars(with = "bool")]
     #[serde(default, deserialize_with = "crate::validate::present")]
     pub is_imported: Option<bool>,
@@ -72,50 +72,50 @@ pub struct ContactInput {
     #[schemars(with = "Map<String, Value>")]
     #[serde(default, deserialize_with = "crate::validate::present")]
     pub custom_fields: Option<Map<String, Value>>,
-    #[serde(default, deserialize_with = "nullable")]
-    pub crm_data: Option<Option<CrmData>>,
-    #[serde(default, rename = "CustomerCustomField", deserialize_with = "nullable")]
-    pub customer_custom_field: Option<Option<Map<String, Value>>>,
+    #[serde(default)]
+    pub crm_data: Patch<CrmData>,
+    #[serde(default, rename = "CustomerCustomField")]
+    pub customer_custom_field: Patch<Map<String, Value>>,
 }
 
 /// The `/v1` create and PATCH body: the public fields, custom fields as `{ value }`.
 #[derive(Debug, Default, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ContactInputV1 {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default)]
     #[validate(length(max = 128))]
-    pub name: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
+    pub name: Patch<String>,
+    #[serde(default)]
     #[validate(length(max = 128), custom(function = "crate::validate::email"))]
     #[schemars(email)]
-    pub email: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
+    pub email: Patch<String>,
+    #[serde(default)]
     #[validate(length(max = 100))]
-    pub phone: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
+    pub phone: Patch<String>,
+    #[serde(default)]
     #[validate(length(max = 128))]
-    pub location: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
+    pub location: Patch<String>,
+    #[serde(default)]
     #[validate(length(max = 2048))]
-    pub avatar: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
+    pub avatar: Patch<String>,
+    #[serde(default)]
     #[validate(length(max = 10000))]
-    pub notes: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
+    pub notes: Patch<String>,
+    #[serde(default)]
     #[validate(length(max = 100))]
-    pub external_id: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
+    pub external_id: Patch<String>,
+    #[serde(default)]
     #[validate(length(max = 100))]
-    pub origin: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
+    pub origin: Patch<String>,
+    #[serde(default)]
     #[validate(length(max = 100))]
-    pub social_a_id: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
+    pub social_a_id: Patch<String>,
+    #[serde(default)]
     #[validate(length(max = 100))]
-    pub social_b_id: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
+    pub social_b_id: Patch<String>,
+    #[serde(default)]
     #[validate(length(max = 100))]
-    pub social_c_id: Option<Option<String>>,
+    pub social_c_id: Patch<String>,
     #[schemars(with = "bool")]
     #[serde(default, deserialize_with = "crate::validate::present")]
     pub is_imported: Option<bool>,
@@ -132,8 +132,8 @@ pub struct ContactInputV1 {
     #[schemars(with = "Map<String, Value>")]
     #[serde(default, deserialize_with = "crate::validate::present")]
     pub custom_fields: Option<Map<String, Value>>,
-    #[serde(default, deserialize_with = "nullable")]
-    pub crm_data: Option<Option<CrmData>>,
+    #[serde(default)]
+    pub crm_data: Patch<CrmData>,
 }
 
 impl TryFrom<ContactInputV1> for ContactInput {
@@ -181,7 +181,7 @@ impl TryFrom<ContactInputV1> for ContactInput {
     }
 }
 
-/// A text field set by a patch: trimmed, and empty means cleared.
+/// A text field a patch sets or clears: trimmed, and empty means cleared.
 fn text_value(value: Option<String>) -> Option<String> {
     value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
 }
@@ -196,8 +196,8 @@ impl ContactInput {
     pub(super) fn apply(self, f: &mut ContactFields) -> ApiResult<()> {
         macro_rules! texts {
             ($($field:ident),*) => {$(
-                if let Some(value) = self.$field {
-                    f.$field = text_value(value);
+                if !self.$field.is_keep() {
+                    f.$field = text_value(self.$field.value());
                 }
             )*};
         }
@@ -214,8 +214,8 @@ impl ContactInput {
             social_b_id,
             social_c_id
         );
-        if let Some(value) = self.phone {
-            f.phone = text_value(value)
+        if !self.phone.is_keep() {
+            f.phone = text_value(self.phone.value())
                 .map(|raw| canonical_phone("phone", &raw))
                 .transpose()?;
         }
@@ -236,12 +236,9 @@ impl ContactInput {
                 }
             }
         }
-        if let Some(crm_data) = self.crm_data {
-            f.crm_data = crm_data;
-        }
-        if let Some(ccf) = self.customer_custom_field {
-            f.customer_custom_field = ccf;
-        }
+        self.crm_data.apply(&mut f.crm_data);
+        self.customer_custom_field
+            .apply(&mut f.customer_custom_field);
         if f.name.is_none() && f.phone.is_none() && f.email.is_none() {
             return Err(ApiError::field(
                 "name",

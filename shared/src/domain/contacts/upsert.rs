@@ -11,6 +11,7 @@ use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::keys;
 use crate::page::read_up_to;
+use crate::patch::Patch;
 use crate::record;
 use crate::store::{Index, Query, SkRange, Store};
 
@@ -42,8 +43,8 @@ pub async fn upsert(
     by: UpsertKey,
     input: ContactInput,
 ) -> ApiResult<(Contact, bool)> {
-    let given = |field: &str, value: &Option<Option<String>>| match value {
-        Some(Some(v)) if !v.trim().is_empty() => Ok(v.trim().to_owned()),
+    let given = |field: &str, value: &Patch<String>| match value {
+        Patch::Set(v) if !v.trim().is_empty() => Ok(v.trim().to_owned()),
         _ => Err(ApiError::field(
             field,
             format!("is required to upsert by {field}"),
@@ -66,7 +67,7 @@ pub async fn upsert(
                 // (`aliasPhones`): found by it, the contact keeps its own phone
                 // (taking the alias as its phone would claim a sentinel it holds).
                 if by == UpsertKey::Phone && contact.alias_phones.contains(&key) {
-                    input.phone = None;
+                    input.phone = Patch::Keep;
                 }
                 update_read(store, caller, *contact, input)
                     .await

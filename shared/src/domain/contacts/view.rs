@@ -51,10 +51,17 @@ impl From<Contact> for ContactV3 {
 pub struct ContactListItem {
     #[serde(flatten)]
     pub contact: ContactV3,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub organization: Option<Option<relations::OrganizationView>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub organizations_count: Option<usize>,
+    #[serde(flatten)]
+    pub organizations: Option<WithOrganization>,
+}
+
+/// What `withOrganization=true` adds to a listed contact.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WithOrganization {
+    /// Its main organization, `null` when it has none.
+    pub organization: Option<relations::OrganizationView>,
+    pub organizations_count: usize,
 }
 
 /// `GET /v3/contacts` as the API answers it: [`list`], plus the organizations
@@ -72,11 +79,12 @@ pub async fn list_items(
         HashMap::new()
     };
     Ok(page.map(|c| ContactListItem {
-        organization: with_organization.then(|| {
-            c.main_organization_id
-                .and_then(|id| organizations.get(&id).cloned())
+        organizations: with_organization.then(|| WithOrganization {
+            organization: c
+                .main_organization_id
+                .and_then(|id| organizations.get(&id).cloned()),
+            organizations_count: c.organization_ids.len(),
         }),
-        organizations_count: with_organization.then_some(c.organization_ids.len()),
         contact: c.into(),
     }))
 }

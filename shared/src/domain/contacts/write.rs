@@ -11,6 +11,7 @@ use crate::domain::events;
 use crate::error::{ApiError, ApiResult};
 use crate::ids::WorkspaceId;
 use crate::keys;
+use crate::patch::Patch;
 use crate::record::{self, CommitError, Mutation, Stamps, with_fresh_id};
 use crate::store::{Key, SK, Store};
 
@@ -259,7 +260,7 @@ pub async fn find_or_create(
     mut input: ContactInput,
 ) -> ApiResult<(Contact, bool)> {
     let mut phones = Vec::new();
-    if let Some(Some(raw)) = &input.phone {
+    if let Patch::Set(raw) = &input.phone {
         phones.push(canonical_phone("phone", raw)?);
     }
     for (i, raw) in input.phones.take().unwrap_or_default().iter().enumerate() {
@@ -290,7 +291,7 @@ pub async fn find_or_create(
             return Ok((contact, false));
         }
     }
-    input.phone = Some(Some(first.clone()));
+    input.phone = Patch::Set(first.clone());
     match create(store, caller, input, Creation::FindOrCreate).await {
         Ok(contact) => Ok((contact, true)),
         // Another request created it in between: answer that contact.

@@ -15,8 +15,8 @@ use super::rules;
 use crate::domain::products;
 use crate::error::{ApiError, ApiResult};
 use crate::ids::{ClientTime, ContactId, Timestamp, WorkspaceId};
+use crate::patch::Patch;
 use crate::store::Store;
-use crate::validate::nullable;
 
 /// `POST /v3/deals`: a new deal. The spec's required fields are required;
 /// the contact is `contactId` or `contact.id`.
@@ -87,9 +87,9 @@ fn contact_or_id(schema: &mut schemars::Schema) {
 #[derive(Debug, Default, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct DealPatch {
-    #[serde(default, rename = "_id", deserialize_with = "nullable")]
+    #[serde(default, rename = "_id")]
     #[validate(length(max = 128))]
-    pub legacy_id: Option<Option<String>>,
+    pub legacy_id: Patch<String>,
     #[validate(
         length(min = 1, max = 256),
         custom(function = "crate::validate::not_blank")
@@ -113,45 +113,45 @@ pub struct DealPatch {
     /// written in the deal's transaction, which DynamoDB caps at 100 items.
     #[validate(length(max = 20))]
     pub tag_ids: Option<Vec<u64>>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default)]
     #[validate(length(max = 20))]
-    pub lost_reason: Option<Option<Vec<String>>>,
-    #[serde(default, deserialize_with = "nullable")]
+    pub lost_reason: Patch<Vec<String>>,
+    #[serde(default)]
     #[validate(length(max = 2000))]
-    pub lost_reason_obs: Option<Option<String>>,
+    pub lost_reason_obs: Patch<String>,
     #[validate(length(max = 20), nested)]
     pub products: Option<Vec<DealProduct>>,
-    #[serde(default, deserialize_with = "nullable")]
-    pub won_lost_date: Option<Option<ClientTime>>,
-    #[serde(default, deserialize_with = "nullable")]
-    pub due_date: Option<Option<ClientTime>>,
+    #[serde(default)]
+    pub won_lost_date: Patch<ClientTime>,
+    #[serde(default)]
+    pub due_date: Patch<ClientTime>,
     /// Computed: refused with a 400.
     pub last_stage_changed: Option<Value>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default)]
     #[validate(nested)]
-    pub conversation: Option<Option<DealConversation>>,
-    #[serde(default, deserialize_with = "nullable")]
+    pub conversation: Patch<DealConversation>,
+    #[serde(default)]
     #[validate(length(max = 128))]
-    pub campaign: Option<Option<String>>,
-    #[serde(default, deserialize_with = "nullable")]
-    pub author_type: Option<Option<AuthorType>>,
-    #[serde(default, deserialize_with = "nullable")]
-    pub author_id: Option<Option<Map<String, Value>>>,
-    #[serde(default, deserialize_with = "nullable")]
-    pub position: Option<Option<f64>>,
-    #[serde(default, deserialize_with = "nullable")]
-    pub focused_counts: Option<Option<f64>>,
-    #[serde(default, deserialize_with = "nullable")]
-    pub comments: Option<Option<f64>>,
-    #[serde(default, deserialize_with = "nullable")]
-    pub tasks: Option<Option<Map<String, Value>>>,
+    pub campaign: Patch<String>,
+    #[serde(default)]
+    pub author_type: Patch<AuthorType>,
+    #[serde(default)]
+    pub author_id: Patch<Map<String, Value>>,
+    #[serde(default)]
+    pub position: Patch<f64>,
+    #[serde(default)]
+    pub focused_counts: Patch<f64>,
+    #[serde(default)]
+    pub comments: Patch<f64>,
+    #[serde(default)]
+    pub tasks: Patch<Map<String, Value>>,
     /// Computed: refused with a 400.
     pub time_in_stage: Option<Value>,
-    #[serde(default, deserialize_with = "nullable")]
-    pub custom_fields: Option<Option<Map<String, Value>>>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(default)]
+    pub custom_fields: Patch<Map<String, Value>>,
+    #[serde(default)]
     #[validate(nested)]
-    pub context: Option<Option<DealContext>>,
+    pub context: Patch<DealContext>,
 }
 
 /// The deal's contact, when the body names one (`contactId` or
@@ -270,7 +270,8 @@ pub(super) async fn created(
         custom_fields: input.custom_fields,
         context: input.context,
     };
-    rules::settle(&mut deal, None, input.won_lost_date.map(|t| Some(t.0)), now)?;
+    let won_lost = Patch::set_or_keep(input.won_lost_date.map(|t| t.0));
+    rules::settle(&mut deal, None, won_lost, now)?;
     Ok(deal)
 }
 
@@ -299,7 +300,10 @@ pub(super) async fn patched(
         ($($field:ident),*) => {$( if let Some(v) = input.$field { deal.$field = v.trim().to_owned(); } )*};
     }
     text!(name, pipeline_id, stage_id, origin);
-    set!(
+    macro_rules! patch {
+        ($($field:ident),*) => {$( input.$field.apply(&mut deal.$field); )*};
+    }
+    patch!(
         legacy_id,
         lost_reason,
         lost_reason_obs,
@@ -314,10 +318,8 @@ pub(super) async fn patched(
         custom_fields,
         context
     );
-    if let Some(due) = input.due_date {
-        deal.due_date = due.map(|t| t.0);
-    }
-    let won_lost = input.won_lost_date.map(|date| date.map(|t| t.0));
+    input.due_date.map(|t| t.0).apply(&mut deal.due_date);
+    let won_lost = input.won_lost_date.map(|t| t.0);
     rules::settle(&mut deal, Some(before), won_lost, now)?;
     Ok(deal)
 }

@@ -1,16 +1,17 @@
 //! The deal's rules, as a function of the deal before a change (none for a
 //! create), the deal as the body leaves it, the won/lost date the body gave
-//! (`Some(None)`: cleared) and the time: no store, no clock.
+//! (`Patch::Clear`: cleared) and the time: no store, no clock.
 
 use super::record::{DealFields, DealStatus};
 use crate::error::{ApiError, ApiResult};
 use crate::ids::Timestamp;
+use crate::patch::Patch;
 
 /// Applies the rules to `deal` (the body applied to `before`), or refuses it.
 pub(super) fn settle(
     deal: &mut DealFields,
     before: Option<&DealFields>,
-    won_lost_date: Option<Option<Timestamp>>,
+    won_lost_date: Patch<Timestamp>,
     now: Timestamp,
 ) -> ApiResult<()> {
     stamp_won_lost(deal, before, won_lost_date, now)?;
@@ -25,13 +26,13 @@ pub(super) fn settle(
 fn stamp_won_lost(
     deal: &mut DealFields,
     before: Option<&DealFields>,
-    given: Option<Option<Timestamp>>,
+    given: Patch<Timestamp>,
     now: Timestamp,
 ) -> ApiResult<()> {
     let status_changed = before.is_none_or(|b| b.status != deal.status);
     match deal.status {
         DealStatus::Open => {
-            if given.flatten().is_some() {
+            if given.as_value().is_some() {
                 return Err(ApiError::field(
                     "wonLostDate",
                     "an open deal has no won/lost date",
@@ -40,10 +41,12 @@ fn stamp_won_lost(
             deal.won_lost_date = None;
         }
         DealStatus::Won | DealStatus::Lost => {
-            if let Some(date) = given {
-                deal.won_lost_date = date.or(Some(now));
-            } else if status_changed {
-                deal.won_lost_date = Some(now);
+            match given {
+                Patch::Set(date) => deal.won_lost_date = Some(date),
+                // Cleared on a won or lost deal: stamped anew.
+                Patch::Clear => deal.won_lost_date = Some(now),
+                Patch::Keep if status_changed => deal.won_lost_date = Some(now),
+                Patch::Keep => {}
             }
         }
     }
@@ -145,22 +148,22 @@ mod tests {
     fn won_and_lost_are_stamped_and_open_clears_the_stamp() {
         let open = deal(DealStatus::Open, "s1");
         let mut won = deal(DealStatus::Won, "s1");
-        settle(&mut won, Some(&open), None, at(5)).unwrap();
+        settle(&mut won, Some(&open), Patch::Keep, at(5)).unwrap();
         assert_eq!(won.won_lost_date, Some(at(5)));
         // Unchanged status: the stamp stays.
         let mut still = won.clone();
-        settle(&mut still, Some(&won), None, at(9)).unwrap();
+        settle(&mut still, Some(&won), Patch::Keep, at(9)).unwrap();
         assert_eq!(still.won_lost_date, Some(at(5)));
         // A given date wins; reopening clears it.
         let mut dated = deal(DealStatus::Lost, "s1");
-        settle(&mut dated, Some(&open), Some(Some(at(1))), at(9)).unwrap();
+        settle(&mut dated, Some(&open), Patch::Set(at(1)), at(9)).unwrap();
         assert_eq!(dated.won_lost_date, Some(at(1)));
         let mut reopened = deal(DealStatus::Open, "s1");
         reopened.won_lost_date = dated.won_lost_date;
-        settle(&mut reopened, Some(&dated), None, at(9)).unwrap();
+        settle(&mut reopened, Some(&dated), Patch::Keep, at(9)).unwrap();
         assert_eq!(reopened.won_lost_date, None);
         let mut refused = deal(DealStatus::Open, "s1");
-        let error = settle(&mut refused, None, Some(Some(at(1))), at(9)).unwrap_err();
+        let error = settle(&mut refused, None, Patch::Set(at(1)), at(9)).unwrap_err();
         assert_eq!(error.details[0].field, "wonLostDate");
     }
 
@@ -168,12 +171,12 @@ mod tests {
     fn lost_reasons_live_on_lost_deals_only() {
         let mut lost = deal(DealStatus::Lost, "s1");
         lost.lost_reason = Some(vec!["price".into()]);
-        settle(&mut lost, None, None, at(1)).unwrap();
+        settle(&mut lost, None, Patch::Keep, at(1)).unwrap();
         assert_eq!(lost.lost_reason.as_deref(), Some(&["price".to_owned()][..]));
         // Leaving lost clears them, even as the body still carries them.
         let mut reopened = lost.clone();
         reopened.status = DealStatus::Open;
-        settle(&mut reopened, Some(&lost), None, at(2)).unwrap();
+        settle(&mut reopened, Some(&lost), Patch::Keep, at(2)).unwrap();
         assert_eq!(
             (reopened.lost_reason, reopened.lost_reason_obs),
             (None, None)
@@ -182,7 +185,7 @@ mod tests {
         let open = deal(DealStatus::Open, "s1");
         let mut given = open.clone();
         given.lost_reason_obs = Some("too dear".into());
-        let error = settle(&mut given, Some(&open), None, at(3)).unwrap_err();
+        let error = settle(&mut given, Some(&open), Patch::Keep, at(3)).unwrap_err();
         assert_eq!(error.details[0].field, "lostReason");
     }
 
@@ -190,21 +193,27 @@ mod tests {
     fn stage_changes_add_up_the_time_spent() {
         let start = deal(DealStatus::Open, "s1");
         let mut moved = deal(DealStatus::Open, "s2");
-        settle(&mut moved, Some(&start), None, at(30)).unwrap();
+        settle(&mut moved, Some(&start), Patch::Keep, at(30)).unwrap();
         assert_eq!(moved.time_in_stage["s1"], 30);
         assert_eq!(moved.last_stage_changed, Some(at(30)));
         let mut back = moved.clone();
         back.stage_id = "s1".into();
-        settle(&mut back, Some(&moved), None, at(40)).unwrap();
+        settle(&mut back, Some(&moved), Patch::Keep, at(40)).unwrap();
         let mut again = back.clone();
         again.stage_id = "s2".into();
-        settle(&mut again, Some(&back), None, at(45)).unwrap();
+        settle(&mut again, Some(&back), Patch::Keep, at(45)).unwrap();
         assert_eq!(again.time_in_stage["s1"], 35);
         assert_eq!(again.time_in_stage["s2"], 10);
         // No stage change: nothing counted, nothing stamped.
         let mut same = again.clone();
         same.name = "Renamed".into();
-        settle(&mut same, Some(&again), None, at(99) + Duration::hours(1)).unwrap();
+        settle(
+            &mut same,
+            Some(&again),
+            Patch::Keep,
+            at(99) + Duration::hours(1),
+        )
+        .unwrap();
         assert_eq!(
             (same.time_in_stage, same.last_stage_changed),
             (again.time_in_stage, again.last_stage_changed)

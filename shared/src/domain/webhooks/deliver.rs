@@ -62,6 +62,13 @@ const LAPSE_MARGIN: Duration = Duration::from_secs(1);
 /// made again on the delivery read again.
 const TRIES: usize = 5;
 
+/// The claim on a delivery as a run read it before one of its writes failed:
+/// a claim that has changed since is another run's.
+#[derive(Clone, Copy)]
+struct Claimed {
+    lease_until: Option<Timestamp>,
+}
+
 /// One run of a delivery's message (see the module's documentation).
 pub async fn deliver(
     store: &dyn Store,
@@ -77,8 +84,7 @@ pub async fn deliver(
         Some((id, lease)) => (id, Some(lease.parse::<i64>().map_err(|_| named())?)),
         None => (rest, None),
     };
-    // The claim as this run last read it, once a write of its own failed.
-    let mut raced: Option<Option<Timestamp>> = None;
+    let mut raced: Option<Claimed> = None;
     let mut tries = 0;
     let (webhook, health, mut delivery, slot) = loop {
         tries += 1;
@@ -96,7 +102,7 @@ pub async fn deliver(
             DeliveryStatus::Succeeded | DeliveryStatus::Failed => return Ok(()),
             // Claimed by another run as this one tried: that run sends it,
             // and its own message stays until it is done.
-            DeliveryStatus::Sending if raced.is_some_and(|before| before != lease) => {
+            DeliveryStatus::Sending if raced.is_some_and(|before| before.lease_until != lease) => {
                 return Ok(());
             }
             DeliveryStatus::Sending => {
@@ -135,7 +141,7 @@ pub async fn deliver(
             if save(store, &mut delivery, Some(read_version)).await? {
                 return Ok(());
             }
-            raced = Some(lease);
+            raced = Some(Claimed { lease_until: lease });
             continue; // written meanwhile: read it again
         };
         // The endpoint sends only what its owner's token may read, while it
@@ -169,7 +175,7 @@ pub async fn deliver(
             if save(store, &mut delivery, Some(read_version)).await? {
                 return Ok(());
             }
-            raced = Some(lease);
+            raced = Some(Claimed { lease_until: lease });
             continue; // written meanwhile: read it again
         }
         let Some(slot) = slots::take(store, &webhook, settings).await? else {
@@ -185,7 +191,7 @@ pub async fn deliver(
         }
         slots::free(store, slot).await;
         // Another run claimed it, or an erasure scrubbed it: read it again.
-        raced = Some(lease);
+        raced = Some(Claimed { lease_until: lease });
     };
     let claim = delivery.lease_until;
     let mut outcome = attempt(store, settings, &webhook, &delivery).await;

@@ -156,9 +156,7 @@ pub async fn update(
     if registers {
         next.owner = Some(owner_of(caller.identity().await?, &next.types)?);
     }
-    if let Some(description) = patch.description {
-        next.description = description;
-    }
+    patch.description.apply(&mut next.description);
     if let Some(enabled) = patch.enabled {
         next.enabled = enabled;
         if enabled {

@@ -1,6 +1,7 @@
 //! A webhook endpoint: where a workspace's events are delivered, which ones,
 //! whose reads they are (its [`Owner`]), and the secrets that sign them.
 
+use crate::patch::Patch;
 use serde::{Deserialize, Serialize};
 use validator::Validate;
 
@@ -344,9 +345,9 @@ pub struct WebhookPatch {
     #[serde(default, deserialize_with = "crate::validate::present")]
     #[validate(length(min = 1, max = 50))]
     pub types: Option<Vec<String>>,
-    #[serde(default, deserialize_with = "crate::validate::nullable")]
+    #[serde(default)]
     #[validate(length(max = 256))]
-    pub description: Option<Option<String>>,
+    pub description: Patch<String>,
     #[schemars(with = "bool")]
     #[serde(default, deserialize_with = "crate::validate::present")]
     pub enabled: Option<bool>,
