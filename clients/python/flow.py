@@ -24,7 +24,7 @@ from crm_api_client.api.reports import reports_list, reports_put
 from crm_api_client.api.tags import tags_create
 from crm_api_client.api.webhooks import webhooks_create, webhooks_deliveries, webhooks_ping
 from crm_api_client.models import (
-    ContactInput,
+    ContactCreate,
     DashboardCreate,
     SnapshotCreate,
     TagCreate,
@@ -99,7 +99,7 @@ def main(base: str, token: str) -> None:
         tag = ok(tags_create.sync_detailed(client=c, body=TagCreate(name="VIP"), idempotency_key=str(uuid.uuid4())), "tag")
         assert tag.name == "VIP"
 
-        contact = ok(contacts_create.sync_detailed(client=c, body=ContactInput(name="Ana", phone="11 98765-4321")), "contact")
+        contact = ok(contacts_create.sync_detailed(client=c, body=ContactCreate(name="Ana", phone="11 98765-4321")), "contact")
         assert contact.phone == "+5511987654321", contact.phone
 
         deal = ok(

@@ -5,7 +5,7 @@ use axum::Json;
 use axum::extract::State;
 use shared::auth::{Caller, Resource};
 use shared::domain::campaigns::{
-    self, Action, Campaign, CampaignInput, CampaignQuery, ResultsReport,
+    self, Action, Campaign, CampaignPatch, CampaignQuery, ResultsReport,
 };
 use shared::http::{
     AppState, Body, Create, Created, Group, InPath, Params, PathId, PathParam, Reply, Saved,
@@ -50,7 +50,7 @@ async fn list(
 async fn create(
     State(s): State<AppState>,
     caller: Caller,
-    Body(Create(input)): Body<Create<CampaignInput>>,
+    Body(Create(input)): Body<Create<CampaignPatch>>,
 ) -> Result<Created<Campaign>, shared::ApiError> {
     Ok(created(
         campaigns::create(s.store.as_ref(), &caller, input).await?,
@@ -66,7 +66,7 @@ async fn update(
     State(s): State<AppState>,
     caller: Caller,
     InPath(id): PathId,
-    Body(input): Body<CampaignInput>,
+    Body(input): Body<CampaignPatch>,
 ) -> Reply<Campaign> {
     Ok(Json(
         campaigns::update(s.store.as_ref(), &caller, id, input).await?,

@@ -7,15 +7,15 @@ use shared::ApiError;
 use shared::auth::{Caller, Need, Resource, Scope};
 use shared::domain::batch::{self, BatchAnswer, BatchRequest, ContactOp};
 use shared::domain::contacts::{
-    self, ContactExport, ContactInput, ContactInputV1, ContactListItem, ContactQuery, ContactV1,
+    self, ContactExport, ContactListItem, ContactPatch, ContactPatchV1, ContactQuery, ContactV1,
     ContactV3, Creation, DuplicateGroup, MergeRequest, MergeStatus, MergeView, V1Query,
     WindowQuery,
 };
 use shared::domain::events::{EventPage, HistoryQuery};
 use shared::domain::imports::{self, ImportJobView, ImportRequest};
 use shared::http::{
-    AppState, Body, Created, Group, InPath, Meter, MultiStatus, Params, PathId, PathKey, Progress,
-    ReadBackRoute, Reply, created,
+    AppState, Body, Create, Created, Group, InPath, Meter, MultiStatus, Params, PathId, PathKey,
+    Progress, ReadBackRoute, Reply, created,
 };
 use shared::page::{CursorPage, CursorQuery, ListPage};
 
@@ -97,7 +97,7 @@ async fn list(
 async fn create(
     State(s): State<AppState>,
     caller: Caller,
-    Body(input): Body<ContactInput>,
+    Body(Create(input)): Body<Create<ContactPatch>>,
 ) -> Result<Created<ContactV3>, ApiError> {
     let contact = contacts::create(s.store.as_ref(), &caller, input, Creation::Api).await?;
     Ok(created(ContactV3::from(contact)))
@@ -108,7 +108,7 @@ async fn batch(
     State(s): State<AppState>,
     caller: Caller,
     meter: Meter,
-    Body(request): Body<BatchRequest<ContactOp, ContactInput>>,
+    Body(request): Body<BatchRequest<ContactOp, ContactPatch>>,
 ) -> Result<MultiStatus<BatchAnswer<ContactV3>>, ApiError> {
     meter.charge_batch(request.operations.len()).await?;
     let answer = batch::contacts(s.store.as_ref(), &caller, request).await;
@@ -141,7 +141,7 @@ async fn list_window(
 async fn find_or_create(
     State(s): State<AppState>,
     caller: Caller,
-    Body(input): Body<ContactInput>,
+    Body(input): Body<ContactPatch>,
 ) -> Result<Created<ContactV3>, ApiError> {
     let (contact, was_created) = contacts::find_or_create(s.store.as_ref(), &caller, input).await?;
     let was_created = if was_created { "true" } else { "false" };
@@ -169,7 +169,7 @@ async fn update(
     State(s): State<AppState>,
     caller: Caller,
     InPath(id): PathId,
-    Body(input): Body<ContactInput>,
+    Body(input): Body<ContactPatch>,
 ) -> Reply<ContactV3> {
     Ok(Json(
         contacts::update(s.store.as_ref(), &caller, id, input)
@@ -245,7 +245,7 @@ async fn list_v1(
 async fn create_v1(
     State(s): State<AppState>,
     caller: Caller,
-    Body(input): Body<ContactInputV1>,
+    Body(Create(input)): Body<Create<ContactPatchV1>>,
 ) -> Result<Created<ContactV1>, ApiError> {
     let contact =
         contacts::create(s.store.as_ref(), &caller, input.try_into()?, Creation::Api).await?;
@@ -262,7 +262,7 @@ async fn update_v1(
     State(s): State<AppState>,
     caller: Caller,
     InPath(id): PathId,
-    Body(input): Body<ContactInputV1>,
+    Body(input): Body<ContactPatchV1>,
 ) -> Reply<ContactV1> {
     Ok(Json(
         contacts::update(s.store.as_ref(), &caller, id, input.try_into()?)

@@ -7,11 +7,12 @@
 
 use serde_json::{Map, Value, json};
 use shared::auth::{Resource, Scope};
-use shared::domain::contacts::{ContactInput, ContactQuery, ContactV3, UpsertKey};
+use shared::domain::contacts::{ContactPatch, ContactQuery, ContactV3, UpsertKey};
 use shared::domain::deals::{DealCreate, DealPatch, DealQuery, DealView};
 use shared::domain::events::{EventPage, EventQuery};
 use shared::domain::sessions::{Session, SessionList, SessionQuery};
 use shared::domain::tags::{TagCreate, TagV3};
+use shared::http::Create;
 use shared::page::{ListPage, OffsetQuery};
 
 use crate::schema::{
@@ -99,7 +100,7 @@ pub static TOOLS: &[Tool] = &[
         description: "Creates a contact. A phone or e-mail another contact has is refused (409): use `upsert_contact` to create or update by phone, e-mail or externalId. Pass an `idempotencyKey` and the same one when you retry: the contact is created once.",
         scope: Scope::Write(Resource::Contacts),
         hints: CREATE,
-        input: || with_key(schema::<ContactInput>()),
+        input: || with_key(schema::<Create<ContactPatch>>()),
         output: || schema::<ContactV3>(),
         via: Via::Post("/v3/contacts"),
     },
@@ -111,7 +112,7 @@ pub static TOOLS: &[Tool] = &[
         hints: UPDATE,
         input: || {
             with_key(with_id(
-                schema::<ContactInput>(),
+                schema::<ContactPatch>(),
                 "integer",
                 "The contact's id",
             ))
@@ -131,7 +132,7 @@ pub static TOOLS: &[Tool] = &[
         hints: UPDATE,
         input: || {
             with_key(with_property(
-                schema::<ContactInput>(),
+                schema::<ContactPatch>(),
                 "by",
                 schema_value::<UpsertKey>(
                     "What finds the contact: `phone` (the default), `email` or `externalId`",

@@ -1,6 +1,6 @@
-//! A create's body: the same type as the update's, all optional so that a
-//! PATCH can name one field, described with the fields a create needs as
-//! required. Parsing and validation are `T`'s own; the domain's create checks
+//! A create's body that is its update's (`<Thing>Patch`: the create patches
+//! an empty record), described as `<Thing>Create` with the fields a create
+//! needs as required. Parsing and validation are `T`'s own; the domain's create checks
 //! the required fields (a test holds each list to that check), so the
 //! document says what the code does and a generated client knows it.
 
@@ -31,10 +31,9 @@ impl<T: Validate> Validate for Create<T> {
 }
 
 impl<T: JsonSchema + CreateFields> JsonSchema for Create<T> {
-    /// `CampaignInput` → `CampaignCreate`.
+    /// `CampaignPatch` → `CampaignCreate`, `ContactPatchV1` → `ContactCreateV1`.
     fn schema_name() -> Cow<'static, str> {
-        let name = T::schema_name();
-        format!("{}Create", name.strip_suffix("Input").unwrap_or(&name)).into()
+        T::schema_name().replacen("Patch", "Create", 1).into()
     }
 
     fn json_schema(generator: &mut SchemaGenerator) -> Schema {
@@ -53,7 +52,9 @@ impl<T: JsonSchema + CreateFields> JsonSchema for Create<T> {
             .cloned()
             .unwrap_or_default();
         required.extend(T::REQUIRED.iter().map(|f| json!(f)));
-        object.insert("required".into(), Value::Array(required));
+        if !required.is_empty() {
+            object.insert("required".into(), Value::Array(required));
+        }
         if !T::ANY_OF.is_empty() {
             needs_one_of(&mut schema, T::ANY_OF, false);
         }

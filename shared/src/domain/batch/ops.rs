@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::{Applied, BatchAnswer, BatchRequest, run};
 use crate::auth::Caller;
-use crate::domain::contacts::{self, ContactInput, ContactV3, Creation};
+use crate::domain::contacts::{self, ContactPatch, ContactV3, Creation};
 use crate::domain::deals::{self, DealCreate, DealPatch, DealView};
 use crate::domain::products::{self, ProductPatch, ProductView};
 use crate::domain::tags::{self, TagCreate, TagPatch, TagV3};
@@ -31,7 +31,7 @@ pub enum ContactOp {
 pub async fn contacts(
     store: &dyn Store,
     caller: &Caller,
-    request: BatchRequest<ContactOp, ContactInput>,
+    request: BatchRequest<ContactOp, ContactPatch>,
 ) -> BatchAnswer<ContactV3> {
     run(store, request, contact_claims, |op| async move {
         let (contact, created) = match op.op {

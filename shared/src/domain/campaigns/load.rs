@@ -8,7 +8,7 @@ use validator::{Validate, ValidationErrors};
 use super::LIST;
 use super::index::index_items;
 use super::record::{Campaign, CampaignStatus, ResultCounts};
-use super::write::{CampaignInput, WHAT, save};
+use super::write::{CampaignPatch, WHAT, save};
 use crate::auth::Caller;
 use crate::domain::rollups;
 use crate::error::{ApiError, ApiResult};
@@ -26,7 +26,7 @@ pub struct CampaignLine {
     pub status: CampaignStatus,
     pub result_counts: ResultCounts,
     pub messages_processed: u64,
-    pub input: CampaignInput,
+    pub input: CampaignPatch,
 }
 
 impl<'de> Deserialize<'de> for CampaignLine {
@@ -54,7 +54,7 @@ impl<'de> Deserialize<'de> for CampaignLine {
             .remove("messagesProcessed")
             .and_then(|v| v.as_u64())
             .unwrap_or(0);
-        let input = CampaignInput::deserialize(Value::Object(map)).map_err(D::Error::custom)?;
+        let input = CampaignPatch::deserialize(Value::Object(map)).map_err(D::Error::custom)?;
         Ok(CampaignLine {
             id,
             status,

@@ -21,7 +21,7 @@ pub use list::{CampaignQuery, list};
 pub use load::{CampaignLine, line_types};
 pub use record::{Campaign, CampaignFields, CampaignStatus, HealthCheckData, ResultCounts};
 pub use results::{ResultsReport, report};
-pub use write::{CampaignInput, create, get, update};
+pub use write::{CampaignPatch, create, get, update};
 
 /// The index items of a campaign (the item-shape tests pin them).
 #[cfg(test)]

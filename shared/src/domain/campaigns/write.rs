@@ -23,7 +23,7 @@ pub(super) const WHAT: &str = "campaign";
 /// /v3/campaigns/{id}` (while draft or scheduled): the writable fields.
 #[derive(Debug, Default, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CampaignInput {
+pub struct CampaignPatch {
     #[serde(default, rename = "_id")]
     #[validate(length(max = 128))]
     pub legacy_id: Patch<String>,
@@ -87,11 +87,11 @@ pub struct CampaignInput {
 }
 
 /// What [`create`] checks, for the document (`http::Create`).
-impl CreateFields for CampaignInput {
+impl CreateFields for CampaignPatch {
     const REQUIRED: &'static [&'static str] = &["name"];
 }
 
-impl CampaignInput {
+impl CampaignPatch {
     pub(super) fn apply(self, f: &mut CampaignFields) -> ApiResult<()> {
         for (i, url) in self.assets_urls.iter().flatten().enumerate() {
             crate::validate::web_url(url).map_err(|_| {
@@ -154,7 +154,7 @@ pub(super) fn new_fields() -> CampaignFields {
 pub async fn create(
     store: &dyn Store,
     caller: &Caller,
-    input: CampaignInput,
+    input: CampaignPatch,
 ) -> ApiResult<Campaign> {
     if input.name.is_none() {
         return Err(ApiError::field("name", "is required"));
@@ -216,7 +216,7 @@ pub async fn update(
     store: &dyn Store,
     caller: &Caller,
     id: u64,
-    input: CampaignInput,
+    input: CampaignPatch,
 ) -> ApiResult<Campaign> {
     let current: Campaign =
         record::find(store, &keys::campaign(caller.workspace_id, id), true, WHAT).await?;

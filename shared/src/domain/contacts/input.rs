@@ -8,14 +8,16 @@ use super::record::{ContactFields, CrmData};
 use crate::error::{ApiError, ApiResult};
 use crate::patch::Patch;
 use crate::phone;
+use crate::validate::CreateFields;
 
-/// The `/v3` create and PATCH body: every field optional. `null` clears a field;
+/// The `/v3` PATCH body, and the create's (`ContactCreate` in the document:
+/// a create patches an empty contact). Every field optional. `null` clears a field;
 /// `customFields` merges (a key set to `null` is removed). Limits: name, email
 /// and location 128 characters; phone, external ids, origin and social ids 100;
 /// `_id` 128; avatar 2,048; notes 10,000.
 #[derive(Debug, Clone, Default, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ContactInput {
+pub struct ContactPatch {
     #[serde(default, rename = "_id")]
     #[validate(length(max = 128))]
     pub legacy_id: Patch<String>,
@@ -78,10 +80,10 @@ pub struct ContactInput {
     pub customer_custom_field: Patch<Map<String, Value>>,
 }
 
-/// The `/v1` create and PATCH body: the public fields, custom fields as `{ value }`.
+/// The `/v1` PATCH body, and the create's (`ContactCreateV1`): the public fields, custom fields as `{ value }`.
 #[derive(Debug, Default, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ContactInputV1 {
+pub struct ContactPatchV1 {
     #[serde(default)]
     #[validate(length(max = 128))]
     pub name: Patch<String>,
@@ -136,10 +138,22 @@ pub struct ContactInputV1 {
     pub crm_data: Patch<CrmData>,
 }
 
-impl TryFrom<ContactInputV1> for ContactInput {
+/// What [`ContactPatch::apply`] checks of a new contact, for the document
+/// (`http::Create`).
+impl CreateFields for ContactPatch {
+    const REQUIRED: &'static [&'static str] = &[];
+    const ANY_OF: &'static [&'static str] = &["name", "phone", "email"];
+}
+
+impl CreateFields for ContactPatchV1 {
+    const REQUIRED: &'static [&'static str] = &[];
+    const ANY_OF: &'static [&'static str] = &["name", "phone", "email"];
+}
+
+impl TryFrom<ContactPatchV1> for ContactPatch {
     type Error = ApiError;
 
-    fn try_from(v1: ContactInputV1) -> ApiResult<Self> {
+    fn try_from(v1: ContactPatchV1) -> ApiResult<Self> {
         let custom_fields = v1
             .custom_fields
             .map(|fields| {
@@ -191,7 +205,7 @@ pub(super) fn canonical_phone(field: &str, raw: &str) -> ApiResult<String> {
     phone::canonical(raw).map_err(|e| ApiError::field(field, e.to_string()))
 }
 
-impl ContactInput {
+impl ContactPatch {
     /// Applies the input to a contact's fields.
     pub(super) fn apply(self, f: &mut ContactFields) -> ApiResult<()> {
         macro_rules! texts {

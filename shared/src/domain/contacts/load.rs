@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 
-use super::input::ContactInput;
+use super::input::ContactPatch;
 use super::write::{Creation, insert, new_fields, update};
 use crate::auth::Caller;
 use crate::error::ApiResult;
@@ -16,7 +16,7 @@ use crate::store::Store;
 /// contact holds is refused, as the API refuses it. A line of a contact
 /// merged or erased since changes nothing.
 #[async_trait]
-impl Loadable for WithId<ContactInput> {
+impl Loadable for WithId<ContactPatch> {
     const TYPE: &'static str = "contact";
 
     async fn load(self, store: &dyn Store, caller: &Caller) -> ApiResult<()> {
@@ -51,5 +51,5 @@ impl Loadable for WithId<ContactInput> {
 
 /// The `crm load` lines of contacts: `contact`.
 pub fn line_types() -> Vec<LineType> {
-    vec![LineType::of::<WithId<ContactInput>>()]
+    vec![LineType::of::<WithId<ContactPatch>>()]
 }

@@ -36,7 +36,7 @@ mod write;
 
 pub use duplicates::{DuplicateBy, DuplicateGroup, duplicates};
 pub use erase::{ContactExport, INLINE_RECORDS, Reapplied, erase, export, reapply};
-pub use input::{ContactInput, ContactInputV1};
+pub use input::{ContactPatch, ContactPatchV1};
 pub use merge::{INLINE_MOVES, MergeJob, MergeRequest, MergeStatus, MergeView};
 pub mod erasing {
     //! The job side of an erasure (`crate::domain::jobs`).

@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use super::input::{ContactInput, canonical_phone};
+use super::input::{ContactPatch, canonical_phone};
 use super::lookup::ids_of;
 use super::record::Contact;
 use super::write::{Creation, by_phone, create, update, update_read};
@@ -41,7 +41,7 @@ pub async fn upsert(
     store: &dyn Store,
     caller: &Caller,
     by: UpsertKey,
-    input: ContactInput,
+    input: ContactPatch,
 ) -> ApiResult<(Contact, bool)> {
     let given = |field: &str, value: &Patch<String>| match value {
         Patch::Set(v) if !v.trim().is_empty() => Ok(v.trim().to_owned()),

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::input::{ContactInput, canonical_phone};
+use super::input::{ContactPatch, canonical_phone};
 use super::record::{Contact, ContactFields};
 use super::{LIST, NEW_LIST};
 use crate::auth::Caller;
@@ -73,7 +73,7 @@ pub(crate) fn add_contact(m: &mut Mutation<'_>, contact: &Contact, count: bool) 
 pub async fn create(
     store: &dyn Store,
     caller: &Caller,
-    input: ContactInput,
+    input: ContactPatch,
     how: Creation,
 ) -> ApiResult<Contact> {
     let fields = new_fields(input, how)?;
@@ -81,7 +81,7 @@ pub async fn create(
 }
 
 /// A new contact's fields from a create body.
-pub(super) fn new_fields(input: ContactInput, how: Creation) -> ApiResult<ContactFields> {
+pub(super) fn new_fields(input: ContactPatch, how: Creation) -> ApiResult<ContactFields> {
     if how == Creation::Api && input.phones.is_some() {
         return Err(ApiError::field(
             "phones",
@@ -142,7 +142,7 @@ pub async fn update(
     store: &dyn Store,
     caller: &Caller,
     id: u64,
-    input: ContactInput,
+    input: ContactPatch,
 ) -> ApiResult<Contact> {
     if input.phones.is_some() {
         return Err(ApiError::field(
@@ -160,7 +160,7 @@ pub(super) async fn update_read(
     store: &dyn Store,
     caller: &Caller,
     current: Contact,
-    input: ContactInput,
+    input: ContactPatch,
 ) -> ApiResult<Contact> {
     let id = current.id;
     if current.erased.is_some() {
@@ -257,7 +257,7 @@ pub async fn by_phone(
 pub async fn find_or_create(
     store: &dyn Store,
     caller: &Caller,
-    mut input: ContactInput,
+    mut input: ContactPatch,
 ) -> ApiResult<(Contact, bool)> {
     let mut phones = Vec::new();
     if let Patch::Set(raw) = &input.phone {

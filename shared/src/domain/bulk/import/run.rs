@@ -185,7 +185,7 @@ async fn fail(
 fn schema_of(object: Object, mode: Mode) -> Value {
     use crate::domain::{contacts, deals, products, tags};
     let schema = match (object, mode) {
-        (Object::Contacts, _) => schemars::schema_for!(contacts::ContactInput),
+        (Object::Contacts, _) => schemars::schema_for!(contacts::ContactPatch),
         (Object::Deals, Mode::Update) => schemars::schema_for!(deals::DealPatch),
         (Object::Deals, _) => schemars::schema_for!(deals::DealCreate),
         (Object::Tags, Mode::Update) => schemars::schema_for!(tags::TagPatch),
