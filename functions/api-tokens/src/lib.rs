@@ -2,10 +2,9 @@
 //! and the caller's own token.
 
 use axum::Json;
-use axum::extract::State;
-use shared::auth::{Caller, Need, Resource};
+use shared::auth::{Need, Resource};
 use shared::domain::tokens::{self, IssuedToken, TokenCreate, TokenView};
-use shared::http::{AppState, Body, Created, Group, InPath, Params, PathKey, Reply, created};
+use shared::http::{Body, Created, Ctx, Group, InPath, Params, PathKey, Reply, created};
 use shared::page::{ListPage, OffsetQuery};
 
 pub fn group() -> Group {
@@ -24,32 +23,23 @@ pub fn group() -> Group {
 }
 
 async fn create(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     Body(input): Body<TokenCreate>,
 ) -> Result<Created<IssuedToken>, shared::ApiError> {
-    let issued = tokens::create(s.store.as_ref(), &caller, input).await?;
+    let issued = tokens::create(cx.store(), &cx.caller, input).await?;
     Ok(created(issued.view()))
 }
 
-async fn list(
-    State(s): State<AppState>,
-    caller: Caller,
-    Params(q): Params<OffsetQuery>,
-) -> Reply<ListPage<TokenView>> {
+async fn list(cx: Ctx, Params(q): Params<OffsetQuery>) -> Reply<ListPage<TokenView>> {
     Ok(Json(
-        tokens::list(s.store.as_ref(), &caller, q.paging()?).await?,
+        tokens::list(cx.store(), &cx.caller, q.paging()?).await?,
     ))
 }
 
-async fn revoke(
-    State(s): State<AppState>,
-    caller: Caller,
-    InPath(id): PathKey,
-) -> Reply<TokenView> {
-    Ok(Json(tokens::revoke(s.store.as_ref(), &caller, &id).await?))
+async fn revoke(cx: Ctx, InPath(id): PathKey) -> Reply<TokenView> {
+    Ok(Json(tokens::revoke(cx.store(), &cx.caller, &id).await?))
 }
 
-async fn current(State(s): State<AppState>, caller: Caller) -> Reply<TokenView> {
-    Ok(Json(tokens::current(s.store.as_ref(), &caller).await?))
+async fn current(cx: Ctx) -> Reply<TokenView> {
+    Ok(Json(tokens::current(cx.store(), &cx.caller).await?))
 }

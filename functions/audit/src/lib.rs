@@ -1,10 +1,9 @@
 //! The audit group: the caller's audit entries, and (admin) every workspace's.
 
 use axum::Json;
-use axum::extract::State;
-use shared::auth::{Caller, Need, Resource};
+use shared::auth::{Need, Resource};
 use shared::domain::audit::{self, AuditEntry};
-use shared::http::{AppState, Group, InPath, Params, PathKey, Reply};
+use shared::http::{Ctx, Group, InPath, Params, PathKey, Reply};
 use shared::page::{ListPage, OffsetQuery};
 
 pub fn group() -> Group {
@@ -19,26 +18,18 @@ pub fn group() -> Group {
         .summary("Read an audit entry")
 }
 
-async fn list(
-    State(s): State<AppState>,
-    caller: Caller,
-    Params(q): Params<OffsetQuery>,
-) -> Reply<ListPage<AuditEntry>> {
+async fn list(cx: Ctx, Params(q): Params<OffsetQuery>) -> Reply<ListPage<AuditEntry>> {
     Ok(Json(
-        audit::list(s.store.as_ref(), &caller, q.paging()?).await?,
+        audit::list(cx.store(), &cx.caller, q.paging()?).await?,
     ))
 }
 
-async fn list_all(
-    State(s): State<AppState>,
-    caller: Caller,
-    Params(q): Params<OffsetQuery>,
-) -> Reply<ListPage<AuditEntry>> {
+async fn list_all(cx: Ctx, Params(q): Params<OffsetQuery>) -> Reply<ListPage<AuditEntry>> {
     Ok(Json(
-        audit::list_all(s.store.as_ref(), &caller, q.paging()?).await?,
+        audit::list_all(cx.store(), &cx.caller, q.paging()?).await?,
     ))
 }
 
-async fn get(State(s): State<AppState>, caller: Caller, InPath(id): PathKey) -> Reply<AuditEntry> {
-    Ok(Json(audit::get(s.store.as_ref(), &caller, &id).await?))
+async fn get(cx: Ctx, InPath(id): PathKey) -> Reply<AuditEntry> {
+    Ok(Json(audit::get(cx.store(), &cx.caller, &id).await?))
 }

@@ -5,14 +5,13 @@
 
 use aide::openapi::{MediaType, Operation, Response as DocResponse, StatusCode as DocStatus};
 use axum::Json;
-use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use shared::ApiError;
-use shared::auth::{Caller, Need};
+use shared::auth::Need;
 use shared::domain::bulk::import::ErrorsQuery;
 use shared::domain::bulk::{ExportCreate, ExportView, ImportCreate, ImportView, export, import};
-use shared::http::{AppState, Body, Created, Group, InPath, Params, PathKey, Reply, created};
+use shared::http::{Body, Created, Ctx, Group, InPath, Params, PathKey, Reply, created};
 
 pub fn group() -> Group {
     Group::new("bulk")
@@ -56,50 +55,43 @@ of their own name. The worker reads the file in windows of 100 rows with a check
 after each: a stop resumes there, and no row is applied twice. Needs `<object>:write`.";
 
 async fn create_import(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     Body(input): Body<ImportCreate>,
 ) -> Result<Created<ImportView>, ApiError> {
     Ok(created(
-        import::create(s.store.as_ref(), s.files()?, &caller, input).await?,
+        import::create(cx.store(), cx.state.files()?, &cx.caller, input).await?,
     ))
 }
 
-async fn get_import(
-    State(s): State<AppState>,
-    caller: Caller,
-    InPath(id): PathKey,
-) -> Reply<ImportView> {
+async fn get_import(cx: Ctx, InPath(id): PathKey) -> Reply<ImportView> {
     Ok(Json(
-        import::get(s.store.as_ref(), s.files()?, &caller, &id).await?,
+        import::get(cx.store(), cx.state.files()?, &cx.caller, &id).await?,
     ))
 }
 
-async fn start_import(
-    State(s): State<AppState>,
-    caller: Caller,
-    InPath(id): PathKey,
-) -> Reply<ImportView> {
+async fn start_import(cx: Ctx, InPath(id): PathKey) -> Reply<ImportView> {
     Ok(Json(
-        import::start(s.store.as_ref(), s.files()?, s.jobs()?, &caller, &id).await?,
+        import::start(
+            cx.store(),
+            cx.state.files()?,
+            cx.state.jobs()?,
+            &cx.caller,
+            &id,
+        )
+        .await?,
     ))
 }
 
-async fn cancel_import(
-    State(s): State<AppState>,
-    caller: Caller,
-    InPath(id): PathKey,
-) -> Reply<ImportView> {
-    Ok(Json(import::cancel(s.store.as_ref(), &caller, &id).await?))
+async fn cancel_import(cx: Ctx, InPath(id): PathKey) -> Reply<ImportView> {
+    Ok(Json(import::cancel(cx.store(), &cx.caller, &id).await?))
 }
 
 async fn import_errors(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     InPath(id): PathKey,
     Params(q): Params<ErrorsQuery>,
 ) -> Result<CsvPage, ApiError> {
-    let (text, next) = import::errors(s.store.as_ref(), &caller, &id, q.after).await?;
+    let (text, next) = import::errors(cx.store(), &cx.caller, &id, q.after).await?;
     Ok(CsvPage {
         text,
         next: next.map(|after| format!("</v3/imports/{id}/errors?after={after}>; rel=\"next\"")),
@@ -107,22 +99,17 @@ async fn import_errors(
 }
 
 async fn create_export(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     Body(input): Body<ExportCreate>,
 ) -> Result<Created<ExportView>, ApiError> {
     Ok(created(
-        export::create(s.store.as_ref(), s.jobs()?, &caller, input).await?,
+        export::create(cx.store(), cx.state.jobs()?, &cx.caller, input).await?,
     ))
 }
 
-async fn get_export(
-    State(s): State<AppState>,
-    caller: Caller,
-    InPath(id): PathKey,
-) -> Reply<ExportView> {
+async fn get_export(cx: Ctx, InPath(id): PathKey) -> Reply<ExportView> {
     Ok(Json(
-        export::get(s.store.as_ref(), s.files()?, &caller, &id).await?,
+        export::get(cx.store(), cx.state.files()?, &cx.caller, &id).await?,
     ))
 }
 

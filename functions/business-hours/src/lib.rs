@@ -1,10 +1,9 @@
 //! The business-hours group: `/v3/business-hours`, read only.
 
 use axum::Json;
-use axum::extract::State;
-use shared::auth::{Caller, Resource};
+use shared::auth::Resource;
 use shared::domain::business_hours::{self, BusinessHourView};
-use shared::http::{AppState, Group, InPath, Params, PathId, Reply};
+use shared::http::{Ctx, Group, InPath, Params, PathId, Reply};
 use shared::page::{ListPage, OffsetQuery};
 
 pub fn group() -> Group {
@@ -16,25 +15,17 @@ pub fn group() -> Group {
         .summary("Read business hours")
 }
 
-async fn list(
-    State(s): State<AppState>,
-    caller: Caller,
-    Params(q): Params<OffsetQuery>,
-) -> Reply<ListPage<BusinessHourView>> {
+async fn list(cx: Ctx, Params(q): Params<OffsetQuery>) -> Reply<ListPage<BusinessHourView>> {
     Ok(Json(
-        business_hours::list(s.store.as_ref(), &caller, q.paging()?)
+        business_hours::list(cx.store(), &cx.caller, q.paging()?)
             .await?
             .map(BusinessHourView::from),
     ))
 }
 
-async fn get(
-    State(s): State<AppState>,
-    caller: Caller,
-    InPath(id): PathId,
-) -> Reply<BusinessHourView> {
+async fn get(cx: Ctx, InPath(id): PathId) -> Reply<BusinessHourView> {
     Ok(Json(
-        business_hours::get(s.store.as_ref(), &caller, id)
+        business_hours::get(cx.store(), &cx.caller, id)
             .await?
             .into(),
     ))

@@ -2,14 +2,12 @@
 //! extensions that draft, edit, move and credit campaigns.
 
 use axum::Json;
-use axum::extract::State;
-use shared::auth::{Caller, Resource};
+use shared::auth::Resource;
 use shared::domain::campaigns::{
     self, Action, Campaign, CampaignPatch, CampaignQuery, ResultsReport,
 };
 use shared::http::{
-    AppState, Body, Create, Created, Group, InPath, Params, PathId, PathParam, Reply, Saved,
-    created,
+    Body, Create, Created, Ctx, Group, InPath, Params, PathId, PathParam, Reply, Saved, created,
 };
 use shared::page::ListPage;
 
@@ -38,61 +36,49 @@ pub fn group() -> Group {
         .extension()
 }
 
-async fn list(
-    State(s): State<AppState>,
-    caller: Caller,
-    Params(q): Params<CampaignQuery>,
-) -> Reply<ListPage<Campaign>> {
-    Ok(Json(campaigns::list(s.store.as_ref(), &caller, q).await?))
+async fn list(cx: Ctx, Params(q): Params<CampaignQuery>) -> Reply<ListPage<Campaign>> {
+    Ok(Json(campaigns::list(cx.store(), &cx.caller, q).await?))
 }
 
 /// A draft (201).
 async fn create(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     Body(Create(input)): Body<Create<CampaignPatch>>,
 ) -> Result<Created<Campaign>, shared::ApiError> {
     Ok(created(
-        campaigns::create(s.store.as_ref(), &caller, input).await?,
+        campaigns::create(cx.store(), &cx.caller, input).await?,
     ))
 }
 
-async fn get(State(s): State<AppState>, caller: Caller, InPath(id): PathId) -> Reply<Campaign> {
-    Ok(Json(campaigns::get(s.store.as_ref(), &caller, id).await?))
+async fn get(cx: Ctx, InPath(id): PathId) -> Reply<Campaign> {
+    Ok(Json(campaigns::get(cx.store(), &cx.caller, id).await?))
 }
 
 /// While draft or scheduled; 409 otherwise.
-async fn update(
-    State(s): State<AppState>,
-    caller: Caller,
-    InPath(id): PathId,
-    Body(input): Body<CampaignPatch>,
-) -> Reply<Campaign> {
+async fn update(cx: Ctx, InPath(id): PathId, Body(input): Body<CampaignPatch>) -> Reply<Campaign> {
     Ok(Json(
-        campaigns::update(s.store.as_ref(), &caller, id, input).await?,
+        campaigns::update(cx.store(), &cx.caller, id, input).await?,
     ))
 }
 
 /// `schedule`, `start`, `pause`, `resume`, `cancel`, `finish`, `fail` (201).
 async fn transition(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     InPath(id): InPath<CampaignId>,
     InPath(action): InPath<CampaignAction>,
 ) -> Result<Created<Campaign>, shared::ApiError> {
     Ok(created(
-        campaigns::transition(s.store.as_ref(), &caller, id, action).await?,
+        campaigns::transition(cx.store(), &cx.caller, id, action).await?,
     ))
 }
 
 /// 201 when the report was counted, 200 when it had been already.
 async fn results(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     InPath(id): PathId,
     Body(report): Body<ResultsReport>,
 ) -> Result<Saved<Campaign>, shared::ApiError> {
-    let (campaign, counted) = campaigns::report(s.store.as_ref(), &caller, id, report).await?;
+    let (campaign, counted) = campaigns::report(cx.store(), &cx.caller, id, report).await?;
     Ok(Saved {
         body: campaign,
         created: counted,

@@ -2,9 +2,8 @@
 //! two shapes, with phone identity across every path.
 
 use axum::Json;
-use axum::extract::State;
 use shared::ApiError;
-use shared::auth::{Caller, Need, Resource, Scope};
+use shared::auth::{Need, Resource, Scope};
 use shared::domain::batch::{self, BatchAnswer, BatchRequest, ContactOp};
 use shared::domain::contacts::{
     self, ContactExport, ContactListItem, ContactPatch, ContactPatchV1, ContactQuery, ContactV1,
@@ -14,7 +13,7 @@ use shared::domain::contacts::{
 use shared::domain::events::{EventPage, HistoryQuery};
 use shared::domain::imports::{self, ImportJobView, ImportRequest};
 use shared::http::{
-    AppState, Body, Create, Created, Group, InPath, Meter, MultiStatus, Params, PathId, PathKey,
+    Body, Create, Created, Ctx, Group, InPath, Meter, MultiStatus, Params, PathId, PathKey,
     Progress, ReadBackRoute, Reply, created,
 };
 use shared::page::{CursorPage, CursorQuery, ListPage};
@@ -84,54 +83,38 @@ pub fn group() -> Group {
         .summary("Update a contact (public)")
 }
 
-async fn list(
-    State(s): State<AppState>,
-    caller: Caller,
-    Params(q): Params<ContactQuery>,
-) -> Reply<ListPage<ContactListItem>> {
-    Ok(Json(
-        contacts::list_items(s.store.as_ref(), &caller, q).await?,
-    ))
+async fn list(cx: Ctx, Params(q): Params<ContactQuery>) -> Reply<ListPage<ContactListItem>> {
+    Ok(Json(contacts::list_items(cx.store(), &cx.caller, q).await?))
 }
 
 async fn create(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     Body(Create(input)): Body<Create<ContactPatch>>,
 ) -> Result<Created<ContactV3>, ApiError> {
-    let contact = contacts::create(s.store.as_ref(), &caller, input, Creation::Api).await?;
+    let contact = contacts::create(cx.store(), &cx.caller, input, Creation::Api).await?;
     Ok(created(ContactV3::from(contact)))
 }
 
 /// 200 when every operation succeeded, 207 when some did not.
 async fn batch(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     meter: Meter,
     Body(request): Body<BatchRequest<ContactOp, ContactPatch>>,
 ) -> Result<MultiStatus<BatchAnswer<ContactV3>>, ApiError> {
     meter.charge_batch(request.operations.len()).await?;
-    let answer = batch::contacts(s.store.as_ref(), &caller, request).await;
+    let answer = batch::contacts(cx.store(), &cx.caller, request).await;
     Ok(MultiStatus::of(answer, BatchAnswer::some_failed))
 }
 
-async fn duplicates(
-    State(s): State<AppState>,
-    caller: Caller,
-    Params(q): Params<CursorQuery>,
-) -> Reply<CursorPage<DuplicateGroup>> {
+async fn duplicates(cx: Ctx, Params(q): Params<CursorQuery>) -> Reply<CursorPage<DuplicateGroup>> {
     Ok(Json(
-        contacts::duplicates(s.store.as_ref(), &caller, q.paging()?).await?,
+        contacts::duplicates(cx.store(), &cx.caller, q.paging()?).await?,
     ))
 }
 
-async fn list_window(
-    State(s): State<AppState>,
-    caller: Caller,
-    Params(q): Params<WindowQuery>,
-) -> Reply<ListPage<ContactV3>> {
+async fn list_window(cx: Ctx, Params(q): Params<WindowQuery>) -> Reply<ListPage<ContactV3>> {
     Ok(Json(
-        contacts::list_window(s.store.as_ref(), &caller, q)
+        contacts::list_window(cx.store(), &cx.caller, q)
             .await?
             .map(ContactV3::from),
     ))
@@ -139,40 +122,29 @@ async fn list_window(
 
 /// 201 as the spec says, found or created; `x-contact-created` tells which.
 async fn find_or_create(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     Body(input): Body<ContactPatch>,
 ) -> Result<Created<ContactV3>, ApiError> {
-    let (contact, was_created) = contacts::find_or_create(s.store.as_ref(), &caller, input).await?;
+    let (contact, was_created) = contacts::find_or_create(cx.store(), &cx.caller, input).await?;
     let was_created = if was_created { "true" } else { "false" };
     Ok(created(ContactV3::from(contact)).with_header("x-contact-created", was_created))
 }
 
-async fn history(
-    State(s): State<AppState>,
-    caller: Caller,
-    InPath(id): PathId,
-    Params(q): Params<HistoryQuery>,
-) -> Reply<EventPage> {
+async fn history(cx: Ctx, InPath(id): PathId, Params(q): Params<HistoryQuery>) -> Reply<EventPage> {
     Ok(Json(
-        contacts::history(s.store.as_ref(), &caller, id, q).await?,
+        contacts::history(cx.store(), &cx.caller, id, q).await?,
     ))
 }
 
-async fn get(State(s): State<AppState>, caller: Caller, InPath(id): PathId) -> Reply<ContactV3> {
+async fn get(cx: Ctx, InPath(id): PathId) -> Reply<ContactV3> {
     Ok(Json(
-        contacts::get(s.store.as_ref(), &caller, id).await?.into(),
+        contacts::get(cx.store(), &cx.caller, id).await?.into(),
     ))
 }
 
-async fn update(
-    State(s): State<AppState>,
-    caller: Caller,
-    InPath(id): PathId,
-    Body(input): Body<ContactPatch>,
-) -> Reply<ContactV3> {
+async fn update(cx: Ctx, InPath(id): PathId, Body(input): Body<ContactPatch>) -> Reply<ContactV3> {
     Ok(Json(
-        contacts::update(s.store.as_ref(), &caller, id, input)
+        contacts::update(cx.store(), &cx.caller, id, input)
             .await?
             .into(),
     ))
@@ -180,12 +152,12 @@ async fn update(
 
 /// 200 with the merge done; 202 while it runs on in the background.
 async fn merge(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     InPath(id): PathId,
     Body(request): Body<MergeRequest>,
 ) -> Result<Progress<MergeView>, ApiError> {
-    let job = contacts::merging::start(s.store.as_ref(), s.jobs()?, &caller, id, request).await?;
+    let job =
+        contacts::merging::start(cx.store(), cx.state.jobs()?, &cx.caller, id, request).await?;
     let running_at =
         (job.status == MergeStatus::Running).then(|| format!("/v3/contacts/merge/{}", job.id));
     Ok(Progress {
@@ -194,13 +166,9 @@ async fn merge(
     })
 }
 
-async fn merge_status(
-    State(s): State<AppState>,
-    caller: Caller,
-    InPath(id): PathKey,
-) -> Reply<MergeView> {
+async fn merge_status(cx: Ctx, InPath(id): PathKey) -> Reply<MergeView> {
     Ok(Json(
-        contacts::merging::get(s.store.as_ref(), &caller, &id)
+        contacts::merging::get(cx.store(), &cx.caller, &id)
             .await?
             .into(),
     ))
@@ -208,13 +176,9 @@ async fn merge_status(
 
 /// 200 with the tombstone (again for an erased contact); 202 for a person
 /// with many records, erased in the background: `GET` it until `erased`.
-async fn erase(
-    State(s): State<AppState>,
-    caller: Caller,
-    InPath(id): PathId,
-) -> Result<Progress<ContactV3>, ApiError> {
+async fn erase(cx: Ctx, InPath(id): PathId) -> Result<Progress<ContactV3>, ApiError> {
     let (contact, done) =
-        contacts::erasing::request(s.store.as_ref(), s.jobs()?, &caller, id).await?;
+        contacts::erasing::request(cx.store(), cx.state.jobs()?, &cx.caller, id).await?;
     let running_at = (!done).then(|| format!("/v3/contacts/{}", contact.id));
     Ok(Progress {
         body: contact.into(),
@@ -222,20 +186,12 @@ async fn erase(
     })
 }
 
-async fn export(
-    State(s): State<AppState>,
-    caller: Caller,
-    InPath(id): PathId,
-) -> Reply<ContactExport> {
-    Ok(Json(contacts::export(s.store.as_ref(), &caller, id).await?))
+async fn export(cx: Ctx, InPath(id): PathId) -> Reply<ContactExport> {
+    Ok(Json(contacts::export(cx.store(), &cx.caller, id).await?))
 }
 
-async fn list_v1(
-    State(s): State<AppState>,
-    caller: Caller,
-    Params(q): Params<V1Query>,
-) -> Reply<CursorPage<ContactV1>> {
-    let page = contacts::list_v1(s.store.as_ref(), &caller, q).await?;
+async fn list_v1(cx: Ctx, Params(q): Params<V1Query>) -> Reply<CursorPage<ContactV1>> {
+    let page = contacts::list_v1(cx.store(), &cx.caller, q).await?;
     Ok(Json(CursorPage {
         data: page.data.into_iter().map(ContactV1::from).collect(),
         next_cursor: page.next_cursor,
@@ -243,29 +199,27 @@ async fn list_v1(
 }
 
 async fn create_v1(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     Body(Create(input)): Body<Create<ContactPatchV1>>,
 ) -> Result<Created<ContactV1>, ApiError> {
     let contact =
-        contacts::create(s.store.as_ref(), &caller, input.try_into()?, Creation::Api).await?;
+        contacts::create(cx.store(), &cx.caller, input.try_into()?, Creation::Api).await?;
     Ok(created(ContactV1::from(contact)))
 }
 
-async fn get_v1(State(s): State<AppState>, caller: Caller, InPath(id): PathId) -> Reply<ContactV1> {
+async fn get_v1(cx: Ctx, InPath(id): PathId) -> Reply<ContactV1> {
     Ok(Json(
-        contacts::get(s.store.as_ref(), &caller, id).await?.into(),
+        contacts::get(cx.store(), &cx.caller, id).await?.into(),
     ))
 }
 
 async fn update_v1(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     InPath(id): PathId,
     Body(input): Body<ContactPatchV1>,
 ) -> Reply<ContactV1> {
     Ok(Json(
-        contacts::update(s.store.as_ref(), &caller, id, input.try_into()?)
+        contacts::update(cx.store(), &cx.caller, id, input.try_into()?)
             .await?
             .into(),
     ))
@@ -273,20 +227,15 @@ async fn update_v1(
 
 /// 201 at once with the job; the worker creates the contacts in the background.
 async fn import(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     Body(request): Body<ImportRequest>,
 ) -> Result<Created<ImportJobView>, ApiError> {
-    let job = imports::start(s.store.as_ref(), s.jobs()?, &caller, request).await?;
+    let job = imports::start(cx.store(), cx.state.jobs()?, &cx.caller, request).await?;
     Ok(created(ImportJobView::from(job)))
 }
 
-async fn import_status(
-    State(s): State<AppState>,
-    caller: Caller,
-    InPath(id): PathKey,
-) -> Reply<ImportJobView> {
+async fn import_status(cx: Ctx, InPath(id): PathKey) -> Reply<ImportJobView> {
     Ok(Json(
-        imports::get(s.store.as_ref(), &caller, &id).await?.into(),
+        imports::get(cx.store(), &cx.caller, &id).await?.into(),
     ))
 }

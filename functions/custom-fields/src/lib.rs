@@ -1,10 +1,9 @@
 //! The custom-fields group: `/v3/custom-fields` and `/v1/custom-fields`, read only.
 
 use axum::Json;
-use axum::extract::State;
-use shared::auth::{Caller, Resource};
+use shared::auth::Resource;
 use shared::domain::custom_fields::{self, CustomFieldV1, CustomFieldView};
-use shared::http::{AppState, Group, InPath, Params, PathId, Reply};
+use shared::http::{Ctx, Group, InPath, Params, PathId, Reply};
 use shared::page::{CursorPage, CursorQuery, ListPage, OffsetQuery};
 
 pub fn group() -> Group {
@@ -20,49 +19,31 @@ pub fn group() -> Group {
         .summary("Read a custom field (public)")
 }
 
-async fn list(
-    State(s): State<AppState>,
-    caller: Caller,
-    Params(q): Params<OffsetQuery>,
-) -> Reply<ListPage<CustomFieldView>> {
+async fn list(cx: Ctx, Params(q): Params<OffsetQuery>) -> Reply<ListPage<CustomFieldView>> {
     Ok(Json(
-        custom_fields::list(s.store.as_ref(), &caller, q.paging()?)
+        custom_fields::list(cx.store(), &cx.caller, q.paging()?)
             .await?
             .map(CustomFieldView::from),
     ))
 }
 
-async fn get(
-    State(s): State<AppState>,
-    caller: Caller,
-    InPath(id): PathId,
-) -> Reply<CustomFieldView> {
+async fn get(cx: Ctx, InPath(id): PathId) -> Reply<CustomFieldView> {
     Ok(Json(
-        custom_fields::get(s.store.as_ref(), &caller, id)
-            .await?
-            .into(),
+        custom_fields::get(cx.store(), &cx.caller, id).await?.into(),
     ))
 }
 
-async fn list_v1(
-    State(s): State<AppState>,
-    caller: Caller,
-    Params(q): Params<CursorQuery>,
-) -> Reply<CursorPage<CustomFieldV1>> {
-    let page = custom_fields::list_v1(s.store.as_ref(), &caller, q.paging()?).await?;
+async fn list_v1(cx: Ctx, Params(q): Params<CursorQuery>) -> Reply<CursorPage<CustomFieldV1>> {
+    let page = custom_fields::list_v1(cx.store(), &cx.caller, q.paging()?).await?;
     Ok(Json(CursorPage {
         data: page.data.into_iter().map(CustomFieldV1::from).collect(),
         next_cursor: page.next_cursor,
     }))
 }
 
-async fn get_v1(
-    State(s): State<AppState>,
-    caller: Caller,
-    InPath(id): PathId,
-) -> Reply<CustomFieldV1> {
+async fn get_v1(cx: Ctx, InPath(id): PathId) -> Reply<CustomFieldV1> {
     Ok(Json(
-        custom_fields::get_public(s.store.as_ref(), &caller, id)
+        custom_fields::get_public(cx.store(), &cx.caller, id)
             .await?
             .into(),
     ))

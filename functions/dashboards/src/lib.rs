@@ -1,11 +1,10 @@
 //! The dashboards group: dashboards and their snapshots.
 
 use axum::Json;
-use axum::extract::State;
 use shared::ApiError;
-use shared::auth::{Caller, Resource};
+use shared::auth::Resource;
 use shared::domain::dashboards::{self, DashboardCreate, DashboardView, Snapshot, SnapshotCreate};
-use shared::http::{AppState, Body, Created, Group, InPath, Params, Reply, created};
+use shared::http::{Body, Created, Ctx, Group, InPath, Params, Reply, created};
 use shared::page::{ListPage, OffsetQuery};
 
 pub fn group() -> Group {
@@ -26,55 +25,47 @@ pub fn group() -> Group {
 }
 
 async fn create(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     Body(input): Body<DashboardCreate>,
 ) -> Result<Created<DashboardView>, ApiError> {
     Ok(created(DashboardView::from(
-        dashboards::create(s.store.as_ref(), &caller, input).await?,
+        dashboards::create(cx.store(), &cx.caller, input).await?,
     )))
 }
 
-async fn get(
-    State(s): State<AppState>,
-    caller: Caller,
-    InPath(id): InPath<DashboardId>,
-) -> Reply<DashboardView> {
+async fn get(cx: Ctx, InPath(id): InPath<DashboardId>) -> Reply<DashboardView> {
     Ok(Json(
-        dashboards::get(s.store.as_ref(), &caller, id).await?.into(),
+        dashboards::get(cx.store(), &cx.caller, id).await?.into(),
     ))
 }
 
 async fn snapshot(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     InPath(id): InPath<DashboardId>,
     Body(input): Body<SnapshotCreate>,
 ) -> Result<Created<Snapshot>, ApiError> {
     Ok(created(
-        dashboards::snapshot(s.store.as_ref(), s.jobs()?, &caller, id, input).await?,
+        dashboards::snapshot(cx.store(), cx.state.jobs()?, &cx.caller, id, input).await?,
     ))
 }
 
 async fn snapshots(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     InPath(id): InPath<DashboardId>,
     Params(q): Params<OffsetQuery>,
 ) -> Reply<ListPage<Snapshot>> {
     Ok(Json(
-        dashboards::snapshots(s.store.as_ref(), &caller, id, q.paging()?).await?,
+        dashboards::snapshots(cx.store(), &cx.caller, id, q.paging()?).await?,
     ))
 }
 
 async fn get_snapshot(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     InPath(dashboard): InPath<DashboardId>,
     InPath(id): InPath<SnapshotId>,
 ) -> Reply<Snapshot> {
     Ok(Json(
-        dashboards::get_snapshot(s.store.as_ref(), &caller, dashboard, &id).await?,
+        dashboards::get_snapshot(cx.store(), &cx.caller, dashboard, &id).await?,
     ))
 }
 

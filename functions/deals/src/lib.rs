@@ -1,15 +1,14 @@
 //! The deals group: `/v3/deals`, with filters in flat and nested forms.
 
 use axum::Json;
-use axum::extract::State;
 use shared::ApiError;
-use shared::auth::{Caller, Resource};
+use shared::auth::Resource;
 use shared::domain::batch::{self, BatchAnswer, BatchRequest, DealData, DealOp};
 use shared::domain::deals::{self, DealCreate, DealPatch, DealQuery, DealView};
 use shared::domain::events::{EventPage, HistoryQuery};
 use shared::http::{
-    AppState, Body, Created, Group, Grouped, InPath, Meter, MultiStatus, Params, PathId, PathKey,
-    Reply, created,
+    Body, Created, Ctx, Group, Grouped, InPath, Meter, MultiStatus, Params, PathId, PathKey, Reply,
+    created,
 };
 use shared::page::ListPage;
 
@@ -34,55 +33,33 @@ pub fn group() -> Group {
         .summary("Update a deal")
 }
 
-async fn list(
-    State(s): State<AppState>,
-    caller: Caller,
-    Grouped(q): Grouped<DealQuery>,
-) -> Reply<ListPage<DealView>> {
+async fn list(cx: Ctx, Grouped(q): Grouped<DealQuery>) -> Reply<ListPage<DealView>> {
     Ok(Json(
-        deals::list(s.store.as_ref(), &caller, q)
+        deals::list(cx.store(), &cx.caller, q)
             .await?
             .map(DealView::from),
     ))
 }
 
-async fn create(
-    State(s): State<AppState>,
-    caller: Caller,
-    Body(input): Body<DealCreate>,
-) -> Result<Created<DealView>, ApiError> {
+async fn create(cx: Ctx, Body(input): Body<DealCreate>) -> Result<Created<DealView>, ApiError> {
     Ok(created(DealView::from(
-        deals::create(s.store.as_ref(), &caller, input).await?,
+        deals::create(cx.store(), &cx.caller, input).await?,
     )))
 }
 
-async fn history(
-    State(s): State<AppState>,
-    caller: Caller,
-    InPath(id): PathId,
-    Params(q): Params<HistoryQuery>,
-) -> Reply<EventPage> {
-    Ok(Json(
-        deals::history(s.store.as_ref(), &caller, id, q).await?,
-    ))
+async fn history(cx: Ctx, InPath(id): PathId, Params(q): Params<HistoryQuery>) -> Reply<EventPage> {
+    Ok(Json(deals::history(cx.store(), &cx.caller, id, q).await?))
 }
 
-async fn get(State(s): State<AppState>, caller: Caller, InPath(id): PathId) -> Reply<DealView> {
-    Ok(Json(
-        deals::get(s.store.as_ref(), &caller, id).await?.into(),
-    ))
+async fn get(cx: Ctx, InPath(id): PathId) -> Reply<DealView> {
+    Ok(Json(deals::get(cx.store(), &cx.caller, id).await?.into()))
 }
 
 /// The spec types this path id as a string: one that is not a deal id is not found.
-async fn update(
-    State(s): State<AppState>,
-    caller: Caller,
-    InPath(id): PathKey,
-    Body(input): Body<DealPatch>,
-) -> Reply<DealView> {
+async fn update(cx: Ctx, InPath(id): PathKey, Body(input): Body<DealPatch>) -> Reply<DealView> {
     let id = id.parse::<u64>().map_err(|_| ApiError::not_found("deal"))?;
     Ok(Json(
-        deals::update(s.store.as_ref(), &caller, id, input)
+        deals::update(cx.store(), &cx.caller, id, input)
             .await?
             .into(),
     ))
@@ -90,12 +67,11 @@ async fn update(
 
 /// 200 when every operation succeeded, 207 when some did not.
 async fn batch(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     meter: Meter,
     Body(request): Body<BatchRequest<DealOp, DealData>>,
 ) -> Result<MultiStatus<BatchAnswer<DealView>>, ApiError> {
     meter.charge_batch(request.operations.len()).await?;
-    let answer = batch::deals(s.store.as_ref(), &caller, request).await;
+    let answer = batch::deals(cx.store(), &cx.caller, request).await;
     Ok(MultiStatus::of(answer, BatchAnswer::some_failed))
 }

@@ -2,10 +2,9 @@
 //! an integrator follows to stay in sync.
 
 use axum::Json;
-use axum::extract::State;
-use shared::auth::{Caller, Resource};
+use shared::auth::Resource;
 use shared::domain::events::{self, EventPage, EventQuery};
-use shared::http::{AppState, Group, Params, Reply};
+use shared::http::{Ctx, Group, Params, Reply};
 
 pub fn group() -> Group {
     Group::new("events")
@@ -33,10 +32,6 @@ naming a type the token may not read (`deal.*` without `deals:read`) is a 403 \
 naming the scope (`X-Accepted-Scopes` lists what grants it); `*`, the default, is \
 every type the token reads.";
 
-async fn feed(
-    State(s): State<AppState>,
-    caller: Caller,
-    Params(q): Params<EventQuery>,
-) -> Reply<EventPage> {
-    Ok(Json(events::feed(s.store.as_ref(), &caller, q).await?))
+async fn feed(cx: Ctx, Params(q): Params<EventQuery>) -> Reply<EventPage> {
+    Ok(Json(events::feed(cx.store(), &cx.caller, q).await?))
 }

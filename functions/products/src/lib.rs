@@ -2,11 +2,10 @@
 //! (`GET /v3/products`, `GET /v3/products/{id}`) as extensions.
 
 use axum::Json;
-use axum::extract::State;
-use shared::auth::{Caller, Resource};
+use shared::auth::Resource;
 use shared::domain::batch::{self, BatchAnswer, BatchRequest, ProductOp};
 use shared::domain::products::{self, ProductPatch, ProductView};
-use shared::http::{AppState, Body, Group, InPath, Meter, MultiStatus, Params, PathId, Reply};
+use shared::http::{Body, Ctx, Group, InPath, Meter, MultiStatus, Params, PathId, Reply};
 use shared::page::{ListPage, OffsetQuery};
 
 pub fn group() -> Group {
@@ -25,32 +24,27 @@ pub fn group() -> Group {
         .summary("Update a product")
 }
 
-async fn list(
-    State(s): State<AppState>,
-    caller: Caller,
-    Params(q): Params<OffsetQuery>,
-) -> Reply<ListPage<ProductView>> {
+async fn list(cx: Ctx, Params(q): Params<OffsetQuery>) -> Reply<ListPage<ProductView>> {
     Ok(Json(
-        products::list(s.store.as_ref(), &caller, q.paging()?)
+        products::list(cx.store(), &cx.caller, q.paging()?)
             .await?
             .map(ProductView::from),
     ))
 }
 
-async fn get(State(s): State<AppState>, caller: Caller, InPath(id): PathId) -> Reply<ProductView> {
+async fn get(cx: Ctx, InPath(id): PathId) -> Reply<ProductView> {
     Ok(Json(
-        products::get(s.store.as_ref(), &caller, id).await?.into(),
+        products::get(cx.store(), &cx.caller, id).await?.into(),
     ))
 }
 
 async fn update(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     InPath(id): PathId,
     Body(patch): Body<ProductPatch>,
 ) -> Reply<ProductView> {
     Ok(Json(
-        products::update(s.store.as_ref(), &caller, id, patch)
+        products::update(cx.store(), &cx.caller, id, patch)
             .await?
             .into(),
     ))
@@ -58,12 +52,11 @@ async fn update(
 
 /// 200 when every operation succeeded, 207 when some did not.
 async fn batch(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     meter: Meter,
     Body(request): Body<BatchRequest<ProductOp, ProductPatch>>,
 ) -> Result<MultiStatus<BatchAnswer<ProductView>>, shared::ApiError> {
     meter.charge_batch(request.operations.len()).await?;
-    let answer = batch::products(s.store.as_ref(), &caller, request).await;
+    let answer = batch::products(cx.store(), &cx.caller, request).await;
     Ok(MultiStatus::of(answer, BatchAnswer::some_failed))
 }

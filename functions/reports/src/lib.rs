@@ -2,10 +2,9 @@
 //! extension through which the messaging side brings sessions in.
 
 use axum::Json;
-use axum::extract::State;
-use shared::auth::{Caller, Resource};
+use shared::auth::Resource;
 use shared::domain::sessions::{self, Session, SessionInput, SessionList, SessionQuery};
-use shared::http::{AppState, Body, Group, Grouped, InPath, PathKey, Reply, Saved};
+use shared::http::{Body, Ctx, Group, Grouped, InPath, PathKey, Reply, Saved};
 
 pub fn group() -> Group {
     Group::new("reports")
@@ -19,27 +18,22 @@ pub fn group() -> Group {
         .extension()
 }
 
-async fn list(
-    State(s): State<AppState>,
-    caller: Caller,
-    Grouped(q): Grouped<SessionQuery>,
-) -> Reply<SessionList> {
-    Ok(Json(sessions::list(s.store.as_ref(), &caller, q).await?))
+async fn list(cx: Ctx, Grouped(q): Grouped<SessionQuery>) -> Reply<SessionList> {
+    Ok(Json(sessions::list(cx.store(), &cx.caller, q).await?))
 }
 
-async fn get(State(s): State<AppState>, caller: Caller, InPath(id): PathKey) -> Reply<Session> {
-    Ok(Json(sessions::get(s.store.as_ref(), &caller, &id).await?))
+async fn get(cx: Ctx, InPath(id): PathKey) -> Reply<Session> {
+    Ok(Json(sessions::get(cx.store(), &cx.caller, &id).await?))
 }
 
 /// Creates (201) or replaces (200) one session; the same body again is 200
 /// and changes nothing.
 async fn put(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     InPath(id): PathKey,
     Body(input): Body<SessionInput>,
 ) -> Result<Saved<Session>, shared::ApiError> {
-    let (session, created) = sessions::put(s.store.as_ref(), &caller, &id, input).await?;
+    let (session, created) = sessions::put(cx.store(), &cx.caller, &id, input).await?;
     Ok(Saved {
         body: session,
         created,

@@ -1,13 +1,12 @@
 //! The tags group: `/v3/tags` and `/v1/tags`, one stored tag in two shapes.
 
 use axum::Json;
-use axum::extract::State;
-use shared::auth::{Caller, Resource};
+use shared::auth::Resource;
 use shared::domain::batch::{self, BatchAnswer, BatchRequest, TagData, TagOp};
 use shared::domain::tags::{self, TagCreate, TagCreateV1, TagPatch, TagPatchV1, TagV1, TagV3};
 use shared::http::{
-    AppState, Body, Created, Group, InPath, Linked, Meter, MultiStatus, Params, PathId, Reply,
-    created, next_link,
+    Body, Created, Ctx, Group, InPath, Linked, Meter, MultiStatus, Params, PathId, Reply, created,
+    next_link,
 };
 use shared::page::{CursorQuery, ListPage, OffsetQuery};
 
@@ -41,104 +40,79 @@ pub fn group() -> Group {
         .summary("Delete a tag (public)")
 }
 
-async fn list(
-    State(s): State<AppState>,
-    caller: Caller,
-    Params(q): Params<OffsetQuery>,
-) -> Reply<ListPage<TagV3>> {
+async fn list(cx: Ctx, Params(q): Params<OffsetQuery>) -> Reply<ListPage<TagV3>> {
     Ok(Json(
-        tags::list(s.store.as_ref(), &caller, q.paging()?)
+        tags::list(cx.store(), &cx.caller, q.paging()?)
             .await?
             .map(TagV3::from),
     ))
 }
 
-async fn create(
-    State(s): State<AppState>,
-    caller: Caller,
-    Body(input): Body<TagCreate>,
-) -> Result<Created<TagV3>, shared::ApiError> {
-    let tag = tags::create(s.store.as_ref(), &caller, input).await?;
+async fn create(cx: Ctx, Body(input): Body<TagCreate>) -> Result<Created<TagV3>, shared::ApiError> {
+    let tag = tags::create(cx.store(), &cx.caller, input).await?;
     Ok(created(TagV3::from(tag)))
 }
 
-async fn get(State(s): State<AppState>, caller: Caller, InPath(id): PathId) -> Reply<TagV3> {
-    Ok(Json(tags::get(s.store.as_ref(), &caller, id).await?.into()))
+async fn get(cx: Ctx, InPath(id): PathId) -> Reply<TagV3> {
+    Ok(Json(tags::get(cx.store(), &cx.caller, id).await?.into()))
 }
 
-async fn update(
-    State(s): State<AppState>,
-    caller: Caller,
-    InPath(id): PathId,
-    Body(patch): Body<TagPatch>,
-) -> Reply<TagV3> {
+async fn update(cx: Ctx, InPath(id): PathId, Body(patch): Body<TagPatch>) -> Reply<TagV3> {
     Ok(Json(
-        tags::update(s.store.as_ref(), &caller, id, patch)
+        tags::update(cx.store(), &cx.caller, id, patch)
             .await?
             .into(),
     ))
 }
 
-async fn delete(State(s): State<AppState>, caller: Caller, InPath(id): PathId) -> Reply<TagV3> {
-    Ok(Json(
-        tags::delete(s.store.as_ref(), &caller, id).await?.into(),
-    ))
+async fn delete(cx: Ctx, InPath(id): PathId) -> Reply<TagV3> {
+    Ok(Json(tags::delete(cx.store(), &cx.caller, id).await?.into()))
 }
 
 /// `GET /v1/tags`: a JSON array, as the spec says. The next page, when there
 /// is one, is announced in `Link: </v1/tags?limit=..&cursor=..>; rel="next"`.
 async fn list_v1(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     Params(q): Params<CursorQuery>,
 ) -> Result<Linked<TagV1>, shared::ApiError> {
     let paging = q.paging()?;
     let limit = paging.limit;
-    let page = tags::list_after(s.store.as_ref(), &caller, paging).await?;
+    let page = tags::list_after(cx.store(), &cx.caller, paging).await?;
     let data: Vec<TagV1> = page.data.into_iter().map(TagV1::from).collect();
     Ok(next_link("/v1/tags", limit, &page.next_cursor, data))
 }
 
 async fn create_v1(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     Body(input): Body<TagCreateV1>,
 ) -> Result<Created<TagV1>, shared::ApiError> {
-    let tag = tags::create(s.store.as_ref(), &caller, input.into()).await?;
+    let tag = tags::create(cx.store(), &cx.caller, input.into()).await?;
     Ok(created(TagV1::from(tag)))
 }
 
-async fn get_v1(State(s): State<AppState>, caller: Caller, InPath(id): PathId) -> Reply<TagV1> {
-    Ok(Json(tags::get(s.store.as_ref(), &caller, id).await?.into()))
+async fn get_v1(cx: Ctx, InPath(id): PathId) -> Reply<TagV1> {
+    Ok(Json(tags::get(cx.store(), &cx.caller, id).await?.into()))
 }
 
-async fn update_v1(
-    State(s): State<AppState>,
-    caller: Caller,
-    InPath(id): PathId,
-    Body(patch): Body<TagPatchV1>,
-) -> Reply<TagV1> {
+async fn update_v1(cx: Ctx, InPath(id): PathId, Body(patch): Body<TagPatchV1>) -> Reply<TagV1> {
     Ok(Json(
-        tags::update(s.store.as_ref(), &caller, id, patch.into())
+        tags::update(cx.store(), &cx.caller, id, patch.into())
             .await?
             .into(),
     ))
 }
 
-async fn delete_v1(State(s): State<AppState>, caller: Caller, InPath(id): PathId) -> Reply<TagV1> {
-    Ok(Json(
-        tags::delete(s.store.as_ref(), &caller, id).await?.into(),
-    ))
+async fn delete_v1(cx: Ctx, InPath(id): PathId) -> Reply<TagV1> {
+    Ok(Json(tags::delete(cx.store(), &cx.caller, id).await?.into()))
 }
 
 /// 200 when every operation succeeded, 207 when some did not.
 async fn batch(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     meter: Meter,
     Body(request): Body<BatchRequest<TagOp, TagData>>,
 ) -> Result<MultiStatus<BatchAnswer<TagV3>>, shared::ApiError> {
     meter.charge_batch(request.operations.len()).await?;
-    let answer = batch::tags(s.store.as_ref(), &caller, request).await;
+    let answer = batch::tags(cx.store(), &cx.caller, request).await;
     Ok(MultiStatus::of(answer, BatchAnswer::some_failed))
 }

@@ -2,13 +2,12 @@
 //! redirect sessions and page refreshes.
 
 use axum::Json;
-use axum::extract::State;
 use shared::auth::{Caller, Need, Resource};
 use shared::domain::billing::{self, OrderView};
 use shared::domain::redirects::{self, RedirectSessionCreate, RedirectSessionView};
 use shared::domain::utility::{self, StoreCheck, Time, UtcTime};
 use shared::domain::workspaces::{self, RefreshPage, RefreshRequested};
-use shared::http::{AppState, Body, Created, Group, InPath, MaybeBody, Params, Reply, created};
+use shared::http::{Body, Created, Ctx, Group, InPath, MaybeBody, Params, Reply, created};
 use shared::page::{ListPage, OffsetQuery};
 
 pub fn group() -> Group {
@@ -41,54 +40,41 @@ async fn utc(_caller: Caller) -> Json<UtcTime> {
     Json(utility::utc())
 }
 
-async fn test_store(State(s): State<AppState>, caller: Caller) -> Reply<StoreCheck> {
-    Ok(Json(utility::test_store(s.store.as_ref(), &caller).await?))
+async fn test_store(cx: Ctx) -> Reply<StoreCheck> {
+    Ok(Json(utility::test_store(cx.store(), &cx.caller).await?))
 }
 
 /// The workspace's orders (completed checkout links), newest first.
-async fn orders(
-    State(s): State<AppState>,
-    caller: Caller,
-    Params(q): Params<OffsetQuery>,
-) -> Reply<ListPage<OrderView>> {
+async fn orders(cx: Ctx, Params(q): Params<OffsetQuery>) -> Reply<ListPage<OrderView>> {
     Ok(Json(
-        billing::list(s.store.as_ref(), &caller, q.paging()?)
+        billing::list(cx.store(), &cx.caller, q.paging()?)
             .await?
             .map(OrderView::from),
     ))
 }
 
 async fn create_redirect(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     Body(input): Body<RedirectSessionCreate>,
 ) -> Result<Created<RedirectSessionView>, shared::ApiError> {
-    let session = redirects::create(s.store.as_ref(), &caller, input).await?;
+    let session = redirects::create(cx.store(), &cx.caller, input).await?;
     Ok(created(RedirectSessionView::from(session)))
 }
 
 /// Answers the session once; then (and after its expiry) it is a 404.
-async fn take_redirect(
-    State(s): State<AppState>,
-    caller: Caller,
-    InPath(key): InPath<RedirectKey>,
-) -> Reply<RedirectSessionView> {
+async fn take_redirect(cx: Ctx, InPath(key): InPath<RedirectKey>) -> Reply<RedirectSessionView> {
     Ok(Json(
-        redirects::take(s.store.as_ref(), &caller, &key)
-            .await?
-            .into(),
+        redirects::take(cx.store(), &cx.caller, &key).await?.into(),
     ))
 }
 
 /// Asks every open client of the workspace to reload (201); an optional body
 /// `{ "reason": "..." }` is accepted and not kept.
 async fn refresh_page(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     MaybeBody(_body): MaybeBody<RefreshPage>,
 ) -> Result<Created<RefreshRequested>, shared::ApiError> {
-    let refreshed: RefreshRequested =
-        workspaces::request_refresh(s.store.as_ref(), &caller).await?;
+    let refreshed: RefreshRequested = workspaces::request_refresh(cx.store(), &cx.caller).await?;
     Ok(created(refreshed))
 }
 

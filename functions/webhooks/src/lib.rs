@@ -3,15 +3,14 @@
 //! sender functions (locally, by `crm serve`).
 
 use axum::Json;
-use axum::extract::State;
 use shared::ApiError;
-use shared::auth::{Caller, Resource};
+use shared::auth::Resource;
 use shared::domain::events;
 use shared::domain::webhooks::{
     CreatedWebhook, DeliveryPage, DeliveryQuery, DeliveryView, Replay, ReplayRequest,
     RotatedSecret, WebhookCreate, WebhookPatch, WebhookView, endpoints, log,
 };
-use shared::http::{AppState, Body, Created, Group, InPath, Params, PathKey, Reply, created};
+use shared::http::{Body, Created, Ctx, Group, InPath, Params, PathKey, Reply, created};
 use shared::page::ListPage;
 use shared::record::Event;
 
@@ -77,94 +76,71 @@ shared::text_path_param!(
 );
 
 async fn create(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     Body(input): Body<WebhookCreate>,
 ) -> Result<Created<CreatedWebhook>, ApiError> {
     Ok(created(
-        endpoints::create(s.store.as_ref(), &caller, &s.webhooks, input).await?,
+        endpoints::create(cx.store(), &cx.caller, &cx.state.webhooks, input).await?,
     ))
 }
 
-async fn list(State(s): State<AppState>, caller: Caller) -> Reply<ListPage<WebhookView>> {
-    Ok(Json(endpoints::list(s.store.as_ref(), &caller).await?))
+async fn list(cx: Ctx) -> Reply<ListPage<WebhookView>> {
+    Ok(Json(endpoints::list(cx.store(), &cx.caller).await?))
 }
 
-async fn get(State(s): State<AppState>, caller: Caller, InPath(id): PathKey) -> Reply<WebhookView> {
-    let webhook = endpoints::find(s.store.as_ref(), &caller, &id, false).await?;
+async fn get(cx: Ctx, InPath(id): PathKey) -> Reply<WebhookView> {
+    let webhook = endpoints::find(cx.store(), &cx.caller, &id, false).await?;
     Ok(Json(WebhookView::from(&webhook)))
 }
 
 async fn update(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     InPath(id): PathKey,
     Body(patch): Body<WebhookPatch>,
 ) -> Reply<WebhookView> {
-    let webhook = endpoints::update(s.store.as_ref(), &caller, &s.webhooks, &id, patch).await?;
+    let webhook = endpoints::update(cx.store(), &cx.caller, &cx.state.webhooks, &id, patch).await?;
     Ok(Json(WebhookView::from(&webhook)))
 }
 
-async fn delete(
-    State(s): State<AppState>,
-    caller: Caller,
-    InPath(id): PathKey,
-) -> Reply<WebhookView> {
-    let webhook = endpoints::delete(s.store.as_ref(), &caller, &id).await?;
+async fn delete(cx: Ctx, InPath(id): PathKey) -> Reply<WebhookView> {
+    let webhook = endpoints::delete(cx.store(), &cx.caller, &id).await?;
     Ok(Json(WebhookView::from(&webhook)))
 }
 
-async fn rotate(
-    State(s): State<AppState>,
-    caller: Caller,
-    InPath(id): PathKey,
-) -> Reply<RotatedSecret> {
+async fn rotate(cx: Ctx, InPath(id): PathKey) -> Reply<RotatedSecret> {
     Ok(Json(
-        endpoints::rotate_secret(s.store.as_ref(), &caller, &id).await?,
+        endpoints::rotate_secret(cx.store(), &cx.caller, &id).await?,
     ))
 }
 
-async fn ping(
-    State(s): State<AppState>,
-    caller: Caller,
-    InPath(id): PathKey,
-) -> Reply<DeliveryView> {
+async fn ping(cx: Ctx, InPath(id): PathKey) -> Reply<DeliveryView> {
     Ok(Json(
-        log::ping(s.store.as_ref(), &caller, &s.webhooks, &id).await?,
+        log::ping(cx.store(), &cx.caller, &cx.state.webhooks, &id).await?,
     ))
 }
 
 async fn deliveries(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     InPath(id): PathKey,
     Params(q): Params<DeliveryQuery>,
 ) -> Reply<DeliveryPage> {
-    Ok(Json(
-        log::deliveries(s.store.as_ref(), &caller, &id, q).await?,
-    ))
+    Ok(Json(log::deliveries(cx.store(), &cx.caller, &id, q).await?))
 }
 
 async fn retry(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     InPath(id): PathKey,
     InPath(delivery): InPath<DeliveryId>,
 ) -> Reply<DeliveryView> {
-    let queue = s.deliveries()?;
+    let queue = cx.state.deliveries()?;
     Ok(Json(
-        log::retry(s.store.as_ref(), queue, &caller, &id, &delivery).await?,
+        log::retry(cx.store(), queue, &cx.caller, &id, &delivery).await?,
     ))
 }
 
-async fn replay(
-    State(s): State<AppState>,
-    caller: Caller,
-    InPath(id): PathKey,
-    Body(request): Body<ReplayRequest>,
-) -> Reply<Replay> {
-    let queue = s.deliveries()?;
+async fn replay(cx: Ctx, InPath(id): PathKey, Body(request): Body<ReplayRequest>) -> Reply<Replay> {
+    let queue = cx.state.deliveries()?;
     Ok(Json(
-        log::replay(s.store.as_ref(), queue, &caller, &id, request).await?,
+        log::replay(cx.store(), queue, &cx.caller, &id, request).await?,
     ))
 }

@@ -6,14 +6,14 @@ mod billing;
 
 use axum::Json;
 use axum::extract::State;
-use shared::auth::{Caller, Need, Resource};
+use shared::auth::{Need, Resource};
 use shared::domain::churn::{self, AddReasons, ChurnReasonView, ReasonParam};
 use shared::domain::welcome::{self, SendWelcome, WelcomeMessage};
 use shared::domain::workspaces::{
     self, CreatedWorkspace, Environment, WorkspaceCreate, WorkspaceView,
 };
 use shared::http::{
-    AppState, Body, Created, Group, InPath, MaybeBody, Params, PathId, PathKey, ReadBackRoute,
+    AppState, Body, Created, Ctx, Group, InPath, MaybeBody, Params, PathId, PathKey, ReadBackRoute,
     Reply, created,
 };
 use shared::page::ListPage;
@@ -86,31 +86,27 @@ pub fn group() -> Group {
         .needs(Need::ADMIN)
 }
 
-async fn info(State(s): State<AppState>, caller: Caller) -> Reply<WorkspaceView> {
-    Ok(Json(
-        workspaces::info(s.store.as_ref(), &caller).await?.into(),
-    ))
+async fn info(cx: Ctx) -> Reply<WorkspaceView> {
+    Ok(Json(workspaces::info(cx.store(), &cx.caller).await?.into()))
 }
 
 async fn create(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     Body(input): Body<WorkspaceCreate>,
 ) -> Result<Created<CreatedWorkspace>, shared::ApiError> {
     Ok(created(
-        workspaces::create(s.store.as_ref(), &caller, input).await?,
+        workspaces::create(cx.store(), &cx.caller, input).await?,
     ))
 }
 
 /// Operators only: the workspace moves to the testing environment (201).
 async fn promote_testing(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     InPath(id): PathId,
 ) -> Result<Created<WorkspaceView>, shared::ApiError> {
     let workspace = workspaces::set_environment(
-        s.store.as_ref(),
-        &caller,
+        cx.store(),
+        &cx.caller,
         shared::ids::WorkspaceId(id),
         Environment::Testing,
     )
@@ -120,13 +116,12 @@ async fn promote_testing(
 
 /// Operators only: the workspace leaves the testing environment (201).
 async fn demote_testing(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     InPath(id): PathId,
 ) -> Result<Created<WorkspaceView>, shared::ApiError> {
     let workspace = workspaces::set_environment(
-        s.store.as_ref(),
-        &caller,
+        cx.store(),
+        &cx.caller,
         shared::ids::WorkspaceId(id),
         Environment::Production,
     )
@@ -137,50 +132,38 @@ async fn demote_testing(
 /// 201 with the queued message; the same request again within the window
 /// answers the first message with `x-welcome-duplicate: true`.
 async fn send_welcome(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     Body(input): Body<SendWelcome>,
 ) -> Result<Created<WelcomeMessage>, shared::ApiError> {
-    let sending = welcome::send(s.store.as_ref(), &caller, input).await?;
+    let sending = welcome::send(cx.store(), &cx.caller, input).await?;
     let duplicate = if sending.duplicate { "true" } else { "false" };
     Ok(created(sending.message).with_header("x-welcome-duplicate", duplicate))
 }
 
-async fn get_welcome(
-    State(s): State<AppState>,
-    caller: Caller,
-    InPath(id): PathKey,
-) -> Reply<WelcomeMessage> {
-    Ok(Json(welcome::get(s.store.as_ref(), &caller, &id).await?))
+async fn get_welcome(cx: Ctx, InPath(id): PathKey) -> Reply<WelcomeMessage> {
+    Ok(Json(welcome::get(cx.store(), &cx.caller, &id).await?))
 }
 
-async fn churn_reasons(
-    State(s): State<AppState>,
-    _caller: Caller,
-) -> Reply<ListPage<ChurnReasonView>> {
-    Ok(Json(churn::list(s.store.as_ref()).await?))
+async fn churn_reasons(cx: Ctx) -> Reply<ListPage<ChurnReasonView>> {
+    Ok(Json(churn::list(cx.store()).await?))
 }
 
 /// Operators only: adds reasons (existing ones are kept as they are); 201 with the list.
 async fn add_churn_reasons(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     Body(input): Body<AddReasons>,
 ) -> Result<Created<ListPage<ChurnReasonView>>, shared::ApiError> {
-    Ok(created(churn::add(s.store.as_ref(), &caller, input).await?))
+    Ok(created(churn::add(cx.store(), &cx.caller, input).await?))
 }
 
 /// Operators only: removes the reason named by `?reason=` or `{ "reason" }`.
 async fn remove_churn_reason(
-    State(s): State<AppState>,
-    caller: Caller,
+    cx: Ctx,
     Params(query): Params<ReasonParam>,
     MaybeBody(body): MaybeBody<ReasonParam>,
 ) -> Reply<ChurnReasonView> {
     let reason = query.reason.or(body.and_then(|b| b.reason));
-    Ok(Json(
-        churn::remove(s.store.as_ref(), &caller, reason).await?,
-    ))
+    Ok(Json(churn::remove(cx.store(), &cx.caller, reason).await?))
 }
 
 async fn rate_limits(State(s): State<AppState>, InPath(id): PathId) -> Reply<Limits> {

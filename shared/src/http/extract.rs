@@ -242,6 +242,34 @@ impl FromRequestParts<AppState> for Caller {
     }
 }
 
+/// What a handler hands to the domain: the app's state (its store, queue
+/// and files) and the authenticated caller, in one extractor, so that a
+/// handler reads `cx.store()` and `&cx.caller`.
+#[derive(Clone)]
+pub struct Ctx {
+    pub state: AppState,
+    pub caller: Caller,
+}
+
+impl Ctx {
+    /// The request's store (gated by its token check).
+    pub fn store(&self) -> &dyn crate::store::Store {
+        self.state.store.as_ref()
+    }
+}
+
+impl FromRequestParts<AppState> for Ctx {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let caller = Caller::from_request_parts(parts, state).await?;
+        Ok(Ctx {
+            state: state.clone(),
+            caller,
+        })
+    }
+}
+
 numeric_path_param!(
     /// The numeric `{id}` of a path ([`PathId`]).
     NumericId,

@@ -29,7 +29,7 @@ mod reply;
 pub use bounds::MAX_URI;
 pub use create::Create;
 pub use extract::{
-    Body, Grouped, InPath, MaybeBody, NumericId, Params, PathId, PathKey, PathParam, TextId,
+    Body, Ctx, Grouped, InPath, MaybeBody, NumericId, Params, PathId, PathKey, PathParam, TextId,
     path_param,
 };
 pub use guard::Meter;

@@ -306,6 +306,20 @@ impl OperationInput for Caller {
     early_errors!(&[(401, "No token, or an unknown, revoked or expired one")]);
 }
 
+/// The caller's part of the document: the state is no input.
+impl OperationInput for super::Ctx {
+    fn operation_input(ctx: &mut GenContext, operation: &mut Operation) {
+        Caller::operation_input(ctx, operation);
+    }
+
+    fn inferred_early_responses(
+        ctx: &mut GenContext,
+        operation: &mut Operation,
+    ) -> Vec<(Option<StatusCode>, Response)> {
+        Caller::inferred_early_responses(ctx, operation)
+    }
+}
+
 fn body<T: JsonSchema>(ctx: &mut GenContext, operation: &mut Operation, required: bool) {
     let schema = ctx.schema.subschema_for::<T>();
     operation.request_body = Some(ReferenceOr::Item(RequestBody {
