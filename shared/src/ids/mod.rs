@@ -85,63 +85,59 @@ pub fn padded(id: u64) -> String {
     format!("{id:0width$}", width = ID_WIDTH)
 }
 
-/// The tenant of every record and key. A type of its own so that a workspace
-/// id can never be passed where an entity id is expected (or the reverse): the
-/// key builders take it first, and no key of a tenant can be built without it.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    serde::Serialize,
-    serde::Deserialize,
-    schemars::JsonSchema,
-)]
-#[serde(transparent)]
-pub struct WorkspaceId(pub u64);
+/// Declares a numeric id type: the number itself in the API, the table and
+/// the document (serde and the schema are transparent), a type of its own
+/// in the code so that two entities' ids cannot be swapped. Attributes
+/// (docs, `#[schemars(inline)]`) pass through.
+macro_rules! id_type {
+    ($(#[$meta:meta])* $name:ident) => {
+        #[derive(
+            Debug,
+            Clone,
+            Copy,
+            PartialEq,
+            Eq,
+            Hash,
+            PartialOrd,
+            Ord,
+            serde::Serialize,
+            serde::Deserialize,
+            schemars::JsonSchema,
+        )]
+        #[serde(transparent)]
+        $(#[$meta])*
+        pub struct $name(pub u64);
 
-/// A contact's id.
-// Typed where it sits beside another entity's id (an organization link, a
-// deal's contact), so the two cannot be swapped; stored and shown as the number.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    serde::Serialize,
-    serde::Deserialize,
-    schemars::JsonSchema,
-)]
-#[serde(transparent)]
-#[schemars(inline)]
-pub struct ContactId(pub u64);
+        /// From a number the outside world gives (a path, a CLI flag, a test).
+        impl From<u64> for $name {
+            fn from(id: u64) -> Self {
+                $name(id)
+            }
+        }
 
-/// From a number the outside world gives (a path, a CLI flag, a test).
-impl From<u64> for WorkspaceId {
-    fn from(id: u64) -> Self {
-        WorkspaceId(id)
-    }
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                self.0.fmt(f)
+            }
+        }
+    };
 }
 
-impl std::fmt::Display for ContactId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
+id_type!(
+    /// A workspace's id: the tenant that every record belongs to.
+    // A type of its own so that a workspace id can never be passed where an
+    // entity id is expected (or the reverse): the key builders take it
+    // first, and no key of a tenant can be built without it.
+    WorkspaceId
+);
 
-impl std::fmt::Display for WorkspaceId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
+id_type!(
+    /// A contact's id.
+    // Typed where it sits beside another entity's id (an organization link, a
+    // deal's contact), so the two cannot be swapped.
+    #[schemars(inline)]
+    ContactId
+);
 
 pub(crate) const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
