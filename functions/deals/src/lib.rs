@@ -10,6 +10,7 @@ use shared::http::{
     Body, Created, Ctx, Group, Grouped, InPath, Meter, MultiStatus, Params, PathId, PathKey, Reply,
     created,
 };
+use shared::ids::DealId;
 use shared::page::ListPage;
 
 pub fn group() -> Group {
@@ -48,16 +49,23 @@ async fn create(cx: Ctx, Body(input): Body<DealCreate>) -> Result<Created<DealVi
 }
 
 async fn history(cx: Ctx, InPath(id): PathId, Params(q): Params<HistoryQuery>) -> Reply<EventPage> {
-    Ok(Json(deals::history(cx.store(), &cx.caller, id, q).await?))
+    Ok(Json(
+        deals::history(cx.store(), &cx.caller, DealId(id), q).await?,
+    ))
 }
 
 async fn get(cx: Ctx, InPath(id): PathId) -> Reply<DealView> {
-    Ok(Json(deals::get(cx.store(), &cx.caller, id).await?.into()))
+    Ok(Json(
+        deals::get(cx.store(), &cx.caller, DealId(id)).await?.into(),
+    ))
 }
 
 /// The spec types this path id as a string: one that is not a deal id is not found.
 async fn update(cx: Ctx, InPath(id): PathKey, Body(input): Body<DealPatch>) -> Reply<DealView> {
-    let id = id.parse::<u64>().map_err(|_| ApiError::not_found("deal"))?;
+    let id = id
+        .parse()
+        .map(DealId)
+        .map_err(|_| ApiError::not_found("deal"))?;
     Ok(Json(
         deals::update(cx.store(), &cx.caller, id, input)
             .await?

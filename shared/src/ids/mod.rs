@@ -139,6 +139,12 @@ id_type!(
     ContactId
 );
 
+id_type!(
+    /// A deal's id.
+    #[schemars(inline)]
+    DealId
+);
+
 pub(crate) const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
 /// The SHA-256 of some bytes, as 64 hex digits (token hashes, idempotency

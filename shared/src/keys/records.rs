@@ -3,7 +3,7 @@
 //! reasons, redirects, sessions, campaigns, rollups and local jobs.
 
 use super::collection;
-use crate::ids::{WorkspaceId, padded};
+use crate::ids::{DealId, WorkspaceId, padded};
 use crate::store::Key;
 
 pub fn tag(workspace_id: WorkspaceId, tag_id: u64) -> Key {
@@ -29,8 +29,8 @@ pub fn products(workspace_id: WorkspaceId) -> String {
     collection(workspace_id, "PRODUCT")
 }
 
-pub fn deal(workspace_id: WorkspaceId, deal_id: u64) -> Key {
-    Key::new(deals(workspace_id), padded(deal_id))
+pub fn deal(workspace_id: WorkspaceId, deal_id: DealId) -> Key {
+    Key::new(deals(workspace_id), padded(deal_id.0))
 }
 
 pub fn deals(workspace_id: WorkspaceId) -> String {

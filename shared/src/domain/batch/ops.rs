@@ -12,6 +12,7 @@ use crate::domain::contacts::{self, ContactPatch, ContactV3, Creation};
 use crate::domain::deals::{self, DealCreate, DealPatch, DealView};
 use crate::domain::products::{self, ProductPatch, ProductView};
 use crate::domain::tags::{self, TagCreate, TagPatch, TagV3};
+use crate::ids::DealId;
 use crate::store::Store;
 
 /// What a contacts batch does with an operation.
@@ -140,7 +141,10 @@ pub async fn deals(
             ),
             DealOp::Update => {
                 let (id, patch) = (op.id()?, op.data()?);
-                (deals::update(store, caller, id, patch).await?, false)
+                (
+                    deals::update(store, caller, DealId(id), patch).await?,
+                    false,
+                )
             }
         };
         Ok(Applied::new(deal.id, created, deal.into()))

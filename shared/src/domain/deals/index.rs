@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::record::{Deal, DealStatus};
 use crate::error::{ApiError, ApiResult};
-use crate::ids::{self, ContactId};
+use crate::ids::{self, ContactId, DealId};
 use crate::keys;
 use crate::record;
 use crate::store::{Item, PK, SK, TYPE};
@@ -17,7 +17,7 @@ use crate::store::{Item, PK, SK, TYPE};
 /// so every byte counts many times).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Digest {
-    pub id: u64,
+    pub id: DealId,
     #[serde(rename = "s")]
     pub status: DealStatus,
     #[serde(rename = "o")]
@@ -102,7 +102,7 @@ impl Deal {
             .map(|pk| {
                 let mut item = Item::new();
                 item.insert(PK.into(), pk.into());
-                item.insert(SK.into(), ids::padded(self.id).into());
+                item.insert(SK.into(), ids::padded(self.id.0).into());
                 item.insert(TYPE.into(), "DealIndex".into());
                 item.insert("d".into(), digest.clone());
                 item

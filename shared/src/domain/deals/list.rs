@@ -165,7 +165,7 @@ impl Filters {
             && self.contact.is_none_or(|c| d.contact_id == c)
             && self
                 .created
-                .holds(Some(ids::id_time(d.id).timestamp_millis()))
+                .holds(Some(ids::id_time(d.id.0).timestamp_millis()))
             && self.won_lost.holds(d.won_lost_ms)
             && self.updated.holds(Some(d.updated_ms))
     }
@@ -273,7 +273,7 @@ mod tests {
 
     fn digest(id: u64, status: DealStatus, operator: u64, tags: &[u64]) -> Digest {
         Digest {
-            id,
+            id: crate::ids::DealId(id),
             status,
             operator_id: operator,
             group_id: 1,
@@ -361,9 +361,9 @@ mod tests {
             digest(2, DealStatus::Open, 1, &[]),
         ];
         sort_digests(&mut ds, SortBy::Value, false);
-        assert_eq!(ds.iter().map(|d| d.id).collect::<Vec<_>>(), [1, 2, 3]);
+        assert_eq!(ds.iter().map(|d| d.id.0).collect::<Vec<_>>(), [1, 2, 3]);
         sort_digests(&mut ds, SortBy::CreatedAt, true);
-        assert_eq!(ds.iter().map(|d| d.id).collect::<Vec<_>>(), [3, 2, 1]);
+        assert_eq!(ds.iter().map(|d| d.id.0).collect::<Vec<_>>(), [3, 2, 1]);
         assert!(descending(None).unwrap());
         assert!(!descending(Some("ASC")).unwrap());
         assert!(descending(Some("sideways")).is_err());

@@ -7,6 +7,7 @@ use super::input::{self, DealCreate, DealPatch};
 use super::write::{insert, update};
 use crate::auth::Caller;
 use crate::error::ApiResult;
+use crate::ids::DealId;
 use crate::keys;
 use crate::load::{LineType, Loadable, RawLine, WithId};
 use crate::store::Store;
@@ -20,7 +21,7 @@ impl Loadable for WithId<RawLine<Deal>> {
     const TYPE: &'static str = "deal";
 
     async fn load(self, store: &dyn Store, caller: &Caller) -> ApiResult<()> {
-        let key = keys::deal(caller.workspace_id, self.id);
+        let key = keys::deal(caller.workspace_id, DealId(self.id));
         self.create_or_update(
             store,
             &key,
@@ -28,9 +29,9 @@ impl Loadable for WithId<RawLine<Deal>> {
                 let line: DealCreate = line.read()?;
                 let now = crate::ids::now();
                 let fields = input::created(store, caller.workspace_id, line, now).await?;
-                insert(store, caller, id, &fields, stamps).await
+                insert(store, caller, DealId(id), &fields, stamps).await
             },
-            |id, line| async move { update(store, caller, id, line.read::<DealPatch>()?).await },
+            |id, line| async move { update(store, caller, DealId(id), line.read::<DealPatch>()?).await },
         )
         .await
     }

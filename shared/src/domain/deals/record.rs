@@ -8,7 +8,7 @@ use validator::Validate;
 
 use crate::domain::contacts::Contact;
 use crate::ids::{self, Timestamp};
-use crate::ids::{ContactId, WorkspaceId};
+use crate::ids::{ContactId, DealId, WorkspaceId};
 use crate::keys;
 use crate::record::{Record, Stamps};
 use crate::store::Key;
@@ -244,7 +244,7 @@ pub struct DealFields {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Deal {
-    pub id: u64,
+    pub id: DealId,
     pub workspace_id: WorkspaceId,
     #[serde(flatten)]
     pub fields: DealFields,

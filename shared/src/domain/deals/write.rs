@@ -12,20 +12,21 @@ use crate::domain::events;
 use crate::domain::rollups;
 use crate::error::ApiResult;
 use crate::ids;
+use crate::ids::DealId;
 use crate::keys;
 use crate::record::{self, CommitError, Mutation, Stamps, with_fresh_id};
 use crate::store::{Key, Store};
 
 pub async fn create(store: &dyn Store, caller: &Caller, input: DealCreate) -> ApiResult<Deal> {
     let fields = input::created(store, caller.workspace_id, input, ids::now()).await?;
-    with_fresh_id(|id| insert(store, caller, id, &fields, Stamps::new())).await
+    with_fresh_id(|id| insert(store, caller, DealId(id), &fields, Stamps::new())).await
 }
 
 /// Creates the deal `id`, its index items and counts, in one transaction.
 pub(super) async fn insert(
     store: &dyn Store,
     caller: &Caller,
-    id: u64,
+    id: DealId,
     fields: &DealFields,
     stamps: Stamps,
 ) -> Result<Deal, CommitError> {
@@ -48,14 +49,14 @@ pub(super) async fn insert(
     Ok(deal)
 }
 
-pub async fn get(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<Deal> {
+pub async fn get(store: &dyn Store, caller: &Caller, id: DealId) -> ApiResult<Deal> {
     record::find(store, &keys::deal(caller.workspace_id, id), false, "deal").await
 }
 
 pub async fn update(
     store: &dyn Store,
     caller: &Caller,
-    id: u64,
+    id: DealId,
     input: DealPatch,
 ) -> ApiResult<Deal> {
     let ws = caller.workspace_id;
@@ -69,7 +70,7 @@ pub async fn update(
 pub(crate) async fn move_to_contact(
     store: &dyn Store,
     caller: &Caller,
-    id: u64,
+    id: DealId,
     contact: &Contact,
 ) -> ApiResult<()> {
     let ws = caller.workspace_id;
@@ -87,7 +88,7 @@ pub(crate) async fn move_to_contact(
 
 /// Erases the deal's copy of its contact (an erasure of the person): the
 /// copy keeps the id and nothing personal; its event carries no earlier values.
-pub(crate) async fn erase_contact(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<()> {
+pub(crate) async fn erase_contact(store: &dyn Store, caller: &Caller, id: DealId) -> ApiResult<()> {
     let ws = caller.workspace_id;
     let Some(current) = record::get::<Deal>(store, &keys::deal(ws, id), true).await? else {
         return Ok(());
@@ -134,7 +135,7 @@ async fn write(
         .into_iter()
         .filter(|p| !keep.contains(p))
     {
-        m.remove(Key::new(old, ids::padded(id)));
+        m.remove(Key::new(old, ids::padded(id.0)));
     }
     rollups::stage(
         &mut m,
@@ -154,7 +155,7 @@ async fn write(
 pub async fn history(
     store: &dyn Store,
     caller: &Caller,
-    id: u64,
+    id: DealId,
     q: events::HistoryQuery,
 ) -> ApiResult<events::EventPage> {
     let key = keys::deal(caller.workspace_id, id);

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::super::record::Contact;
 use crate::error::ApiResult;
-use crate::ids::WorkspaceId;
+use crate::ids::{DealId, WorkspaceId};
 use crate::keys;
 use crate::page::read_up_to;
 use crate::record::StoredEvent;
@@ -21,7 +21,7 @@ pub(super) struct Footprint {
     /// Every phone the person had here (canonical), and every e-mail.
     pub phones: Vec<String>,
     pub emails: Vec<String>,
-    pub deals: Vec<u64>,
+    pub deals: Vec<DealId>,
     pub conversations: Vec<u64>,
     pub sessions: Vec<String>,
     /// Welcome messages sent to their phones.
@@ -112,7 +112,7 @@ impl Footprint {
             let deal_index = keys::deals_by(ws, "CONTACT", &id.to_string());
             for item in all(store, Index::TABLE, deal_index, SkRange::All).await? {
                 if let Some(deal) = sk_of(&item).and_then(keys::trailing_id) {
-                    push_new(&mut found.deals, deal);
+                    push_new(&mut found.deals, DealId(deal));
                 }
             }
             let theirs = keys::contact_conversations(ws, id);

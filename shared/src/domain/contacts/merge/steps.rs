@@ -10,7 +10,7 @@ use super::super::write::{MERGED_INTO, read, stage_update};
 use crate::auth::Caller;
 use crate::domain::{deals, relations, sessions};
 use crate::error::{ApiError, ApiResult};
-use crate::ids::{ContactId, WorkspaceId};
+use crate::ids::{ContactId, DealId, WorkspaceId};
 use crate::keys;
 use crate::page::read_up_to;
 use crate::record::{self, Mutation};
@@ -21,7 +21,7 @@ const PAGE: usize = 25;
 
 /// One record to move to the survivor.
 pub(super) enum Step {
-    Deal(u64),
+    Deal(DealId),
     Session(String),
     Conversation(u64),
 }
@@ -85,7 +85,7 @@ pub(super) async fn left_to_move(
         .items
         .iter()
         .filter_map(|i| keys::trailing_id(&sk_of(i)?))
-        .map(Step::Deal)
+        .map(|id| Step::Deal(DealId(id)))
         .collect();
     let complete = deals_page.last_key.is_none() && conversations_page.last_key.is_none();
     // A conversation moves after all its sessions (which stay in its index,
