@@ -8,6 +8,7 @@ use shared::http::{
     Body, Created, Ctx, Group, InPath, Linked, Meter, MultiStatus, Params, PathId, Reply, created,
     next_link,
 };
+use shared::ids::TagId;
 use shared::page::{CursorQuery, ListPage, OffsetQuery};
 
 pub fn group() -> Group {
@@ -54,19 +55,25 @@ async fn create(cx: Ctx, Body(input): Body<TagCreate>) -> Result<Created<TagV3>,
 }
 
 async fn get(cx: Ctx, InPath(id): PathId) -> Reply<TagV3> {
-    Ok(Json(tags::get(cx.store(), &cx.caller, id).await?.into()))
+    Ok(Json(
+        tags::get(cx.store(), &cx.caller, TagId(id)).await?.into(),
+    ))
 }
 
 async fn update(cx: Ctx, InPath(id): PathId, Body(patch): Body<TagPatch>) -> Reply<TagV3> {
     Ok(Json(
-        tags::update(cx.store(), &cx.caller, id, patch)
+        tags::update(cx.store(), &cx.caller, TagId(id), patch)
             .await?
             .into(),
     ))
 }
 
 async fn delete(cx: Ctx, InPath(id): PathId) -> Reply<TagV3> {
-    Ok(Json(tags::delete(cx.store(), &cx.caller, id).await?.into()))
+    Ok(Json(
+        tags::delete(cx.store(), &cx.caller, TagId(id))
+            .await?
+            .into(),
+    ))
 }
 
 /// `GET /v1/tags`: a JSON array, as the spec says. The next page, when there
@@ -91,19 +98,25 @@ async fn create_v1(
 }
 
 async fn get_v1(cx: Ctx, InPath(id): PathId) -> Reply<TagV1> {
-    Ok(Json(tags::get(cx.store(), &cx.caller, id).await?.into()))
+    Ok(Json(
+        tags::get(cx.store(), &cx.caller, TagId(id)).await?.into(),
+    ))
 }
 
 async fn update_v1(cx: Ctx, InPath(id): PathId, Body(patch): Body<TagPatchV1>) -> Reply<TagV1> {
     Ok(Json(
-        tags::update(cx.store(), &cx.caller, id, patch.into())
+        tags::update(cx.store(), &cx.caller, TagId(id), patch.into())
             .await?
             .into(),
     ))
 }
 
 async fn delete_v1(cx: Ctx, InPath(id): PathId) -> Reply<TagV1> {
-    Ok(Json(tags::delete(cx.store(), &cx.caller, id).await?.into()))
+    Ok(Json(
+        tags::delete(cx.store(), &cx.caller, TagId(id))
+            .await?
+            .into(),
+    ))
 }
 
 /// 200 when every operation succeeded, 207 when some did not.

@@ -6,6 +6,7 @@
 //! is claimed in the same transaction as the tag, so of two concurrent creates
 //! of one name exactly one succeeds and the other gets 409.
 
+use crate::ids::TagId;
 use crate::patch::Patch;
 use serde::{Deserialize, Serialize};
 use validator::Validate;
@@ -27,7 +28,7 @@ pub const DEFAULT_COLOR: &str = "#9E9E9E";
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Tag {
-    pub id: u64,
+    pub id: TagId,
     pub workspace_id: WorkspaceId,
     pub name: String,
     pub color: String,
@@ -79,14 +80,14 @@ fn earlier_key(ws: WorkspaceId, name: &str) -> Option<Key> {
 /// The tag that holds `name`: its sentinel's owner (today's, else the one a
 /// tag named before accents were folded holds). One GetItem, two for a name
 /// with accents that no tag holds.
-async fn owner_of(store: &dyn Store, ws: WorkspaceId, name: &str) -> ApiResult<Option<u64>> {
+async fn owner_of(store: &dyn Store, ws: WorkspaceId, name: &str) -> ApiResult<Option<TagId>> {
     let sentinels =
         std::iter::once(keys::tag_name(ws, &normalize_name(name))).chain(earlier_key(ws, name));
     for key in sentinels {
         let owner = store
             .get(&key, true)
             .await?
-            .and_then(|sentinel| sentinel.get("owner")?.as_str()?.parse::<u64>().ok());
+            .and_then(|sentinel| sentinel.get("owner")?.as_str()?.parse().ok().map(TagId));
         if owner.is_some() {
             return Ok(owner);
         }
@@ -260,7 +261,7 @@ fn name_taken(name: &str) -> ApiError {
 }
 
 pub async fn create(store: &dyn Store, caller: &Caller, input: TagCreate) -> ApiResult<Tag> {
-    with_fresh_id(|id| insert(store, caller, id, &input, Stamps::new())).await
+    with_fresh_id(|id| insert(store, caller, TagId(id), &input, Stamps::new())).await
 }
 
 /// The tag of this name (without case or accents) is updated with the
@@ -285,7 +286,7 @@ pub async fn upsert(
                 };
                 update(store, caller, id, patch).await.map(|t| (t, false))
             }
-            None => with_fresh_id(|id| insert(store, caller, id, &input, Stamps::new()))
+            None => with_fresh_id(|id| insert(store, caller, TagId(id), &input, Stamps::new()))
                 .await
                 .map(|t| (t, true)),
         };
@@ -307,7 +308,7 @@ pub async fn upsert(
 async fn insert(
     store: &dyn Store,
     caller: &Caller,
-    id: u64,
+    id: TagId,
     input: &TagCreate,
     stamps: Stamps,
 ) -> Result<Tag, CommitError> {
@@ -348,11 +349,11 @@ impl Loadable for WithId<TagCreate> {
     const TYPE: &'static str = "tag";
 
     async fn load(self, store: &dyn Store, caller: &Caller) -> ApiResult<()> {
-        let key = keys::tag(caller.workspace_id, self.id);
+        let key = keys::tag(caller.workspace_id, TagId(self.id));
         self.create_or_update(
             store,
             &key,
-            |id, line, stamps| async move { insert(store, caller, id, &line, stamps).await },
+            |id, line, stamps| async move { insert(store, caller, TagId(id), &line, stamps).await },
             |id, line| {
                 let patch = TagPatch {
                     name: Some(line.name),
@@ -361,7 +362,7 @@ impl Loadable for WithId<TagCreate> {
                     author_id: Patch::set_or_keep(line.author_id),
                     legacy_id: Patch::set_or_keep(line.legacy_id),
                 };
-                update(store, caller, id, patch)
+                update(store, caller, TagId(id), patch)
             },
         )
         .await
@@ -374,11 +375,11 @@ pub fn line_types() -> Vec<LineType> {
 }
 
 /// One tag by id: one GetItem (eventually consistent, 0.5 RCU).
-pub async fn get(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<Tag> {
+pub async fn get(store: &dyn Store, caller: &Caller, id: TagId) -> ApiResult<Tag> {
     find(store, caller, id, false).await
 }
 
-async fn find(store: &dyn Store, caller: &Caller, id: u64, consistent: bool) -> ApiResult<Tag> {
+async fn find(store: &dyn Store, caller: &Caller, id: TagId, consistent: bool) -> ApiResult<Tag> {
     record::find(
         store,
         &keys::tag(caller.workspace_id, id),
@@ -391,7 +392,7 @@ async fn find(store: &dyn Store, caller: &Caller, id: u64, consistent: bool) -> 
 pub async fn update(
     store: &dyn Store,
     caller: &Caller,
-    id: u64,
+    id: TagId,
     patch: TagPatch,
 ) -> ApiResult<Tag> {
     let current = find(store, caller, id, true).await?;
@@ -429,7 +430,7 @@ pub async fn update(
     Ok(tag)
 }
 
-pub async fn delete(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<Tag> {
+pub async fn delete(store: &dyn Store, caller: &Caller, id: TagId) -> ApiResult<Tag> {
     let tag = find(store, caller, id, true).await?;
     let mut m = Mutation::new(caller);
     m.delete_record(&tag, "tag")
@@ -466,7 +467,7 @@ pub async fn list_after(
 ) -> ApiResult<CursorPage<Tag>> {
     let mut query = Query::new(Index::TABLE, keys::tags(caller.workspace_id), SkRange::All);
     if let Some(cursor) = paging.numeric_cursor()? {
-        let key = keys::tag(caller.workspace_id, cursor);
+        let key = keys::tag(caller.workspace_id, TagId(cursor));
         query.start_after = Some(crate::store::Item::from_iter([
             (crate::store::PK.to_owned(), key.pk.into()),
             (crate::store::SK.to_owned(), key.sk.into()),

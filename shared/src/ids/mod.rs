@@ -145,6 +145,12 @@ id_type!(
     DealId
 );
 
+id_type!(
+    /// A tag's id.
+    #[schemars(inline)]
+    TagId
+);
+
 pub(crate) const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
 /// The SHA-256 of some bytes, as 64 hex digits (token hashes, idempotency

@@ -160,6 +160,7 @@ pub fn trailing_id(sk: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::TagId;
 
     #[test]
     fn tenant_keys_start_with_the_workspace() {
@@ -167,7 +168,7 @@ mod tests {
         assert_eq!(shards.len(), 4);
         for key in shards.into_iter().chain([
             workspace(WorkspaceId(7)),
-            tag(WorkspaceId(7), 42),
+            tag(WorkspaceId(7), TagId(42)),
             tag_name(WorkspaceId(7), "vip"),
             token(WorkspaceId(7), "01J"),
             audit_entry(WorkspaceId(7), "01J"),
@@ -187,7 +188,7 @@ mod tests {
             Some(WorkspaceId(7))
         );
         assert_eq!(
-            workspace_of(&tag(WorkspaceId(70), 1)),
+            workspace_of(&tag(WorkspaceId(70), TagId(1))),
             Some(WorkspaceId(70))
         );
         assert_eq!(
@@ -202,7 +203,7 @@ mod tests {
 
     #[test]
     fn tag_keys_sort_in_id_order() {
-        assert!(tag(WorkspaceId(1), 9).sk < tag(WorkspaceId(1), 10).sk);
-        assert_eq!(tag(WorkspaceId(1), 42).sk, "0000000000000042");
+        assert!(tag(WorkspaceId(1), TagId(9)).sk < tag(WorkspaceId(1), TagId(10)).sk);
+        assert_eq!(tag(WorkspaceId(1), TagId(42)).sk, "0000000000000042");
     }
 }

@@ -3,11 +3,11 @@
 //! reasons, redirects, sessions, campaigns, rollups and local jobs.
 
 use super::collection;
-use crate::ids::{DealId, WorkspaceId, padded};
+use crate::ids::{DealId, TagId, WorkspaceId, padded};
 use crate::store::Key;
 
-pub fn tag(workspace_id: WorkspaceId, tag_id: u64) -> Key {
-    Key::new(collection(workspace_id, "TAG"), padded(tag_id))
+pub fn tag(workspace_id: WorkspaceId, tag_id: TagId) -> Key {
+    Key::new(collection(workspace_id, "TAG"), padded(tag_id.0))
 }
 
 pub fn tags(workspace_id: WorkspaceId) -> String {

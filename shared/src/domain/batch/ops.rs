@@ -12,7 +12,7 @@ use crate::domain::contacts::{self, ContactPatch, ContactV3, Creation};
 use crate::domain::deals::{self, DealCreate, DealPatch, DealView};
 use crate::domain::products::{self, ProductPatch, ProductView};
 use crate::domain::tags::{self, TagCreate, TagPatch, TagV3};
-use crate::ids::DealId;
+use crate::ids::{DealId, TagId};
 use crate::store::Store;
 
 /// What a contacts batch does with an operation.
@@ -95,11 +95,11 @@ pub async fn tags(
             ),
             TagOp::Update => {
                 let (id, patch) = (op.id()?, op.data()?);
-                (tags::update(store, caller, id, patch).await?, false)
+                (tags::update(store, caller, TagId(id), patch).await?, false)
             }
             TagOp::Upsert => tags::upsert(store, caller, op.no_id()?.data()?).await?,
             TagOp::Delete => (
-                tags::delete(store, caller, op.no_data()?.id()?).await?,
+                tags::delete(store, caller, TagId(op.no_data()?.id()?)).await?,
                 false,
             ),
         };
