@@ -189,7 +189,10 @@ fn rows(args: &Args, token: &str, ids: &[(&str, String)]) -> Vec<Row> {
         .and_then(|w| w.parse().ok())
         .unwrap_or(1);
     let tag_id = ids[0].1.parse().unwrap_or(0);
-    let tag = shared::keys::tag(shared::ids::WorkspaceId(workspace), shared::ids::TagId(tag_id));
+    let tag = shared::keys::tag(
+        shared::ids::WorkspaceId(workspace),
+        shared::ids::TagId(tag_id),
+    );
     PLAN.iter()
         .filter(|(f, ..)| args.only.is_empty() || args.only.iter().any(|o| o == f))
         .map(|&(function, request, kind)| {

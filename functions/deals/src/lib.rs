@@ -7,8 +7,7 @@ use shared::domain::batch::{self, BatchAnswer, BatchRequest, DealData, DealOp};
 use shared::domain::deals::{self, DealCreate, DealPatch, DealQuery, DealView};
 use shared::domain::events::{EventPage, HistoryQuery};
 use shared::http::{
-    Body, Created, Ctx, Group, Grouped, InPath, Meter, MultiStatus, Params, PathId, PathKey, Reply,
-    created,
+    Body, Created, Ctx, Group, Grouped, InPath, Meter, MultiStatus, Params, PathKey, Reply, created,
 };
 use shared::ids::DealId;
 use shared::page::ListPage;
@@ -48,16 +47,16 @@ async fn create(cx: Ctx, Body(input): Body<DealCreate>) -> Result<Created<DealVi
     )))
 }
 
-async fn history(cx: Ctx, InPath(id): PathId, Params(q): Params<HistoryQuery>) -> Reply<EventPage> {
-    Ok(Json(
-        deals::history(cx.store(), &cx.caller, DealId(id), q).await?,
-    ))
+async fn history(
+    cx: Ctx,
+    InPath(id): InPath<DealId>,
+    Params(q): Params<HistoryQuery>,
+) -> Reply<EventPage> {
+    Ok(Json(deals::history(cx.store(), &cx.caller, id, q).await?))
 }
 
-async fn get(cx: Ctx, InPath(id): PathId) -> Reply<DealView> {
-    Ok(Json(
-        deals::get(cx.store(), &cx.caller, DealId(id)).await?.into(),
-    ))
+async fn get(cx: Ctx, InPath(id): InPath<DealId>) -> Reply<DealView> {
+    Ok(Json(deals::get(cx.store(), &cx.caller, id).await?.into()))
 }
 
 /// The spec types this path id as a string: one that is not a deal id is not found.

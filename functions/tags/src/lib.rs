@@ -5,7 +5,7 @@ use shared::auth::Resource;
 use shared::domain::batch::{self, BatchAnswer, BatchRequest, TagData, TagOp};
 use shared::domain::tags::{self, TagCreate, TagCreateV1, TagPatch, TagPatchV1, TagV1, TagV3};
 use shared::http::{
-    Body, Created, Ctx, Group, InPath, Linked, Meter, MultiStatus, Params, PathId, Reply, created,
+    Body, Created, Ctx, Group, InPath, Linked, Meter, MultiStatus, Params, Reply, created,
     next_link,
 };
 use shared::ids::TagId;
@@ -54,26 +54,20 @@ async fn create(cx: Ctx, Body(input): Body<TagCreate>) -> Result<Created<TagV3>,
     Ok(created(TagV3::from(tag)))
 }
 
-async fn get(cx: Ctx, InPath(id): PathId) -> Reply<TagV3> {
-    Ok(Json(
-        tags::get(cx.store(), &cx.caller, TagId(id)).await?.into(),
-    ))
+async fn get(cx: Ctx, InPath(id): InPath<TagId>) -> Reply<TagV3> {
+    Ok(Json(tags::get(cx.store(), &cx.caller, id).await?.into()))
 }
 
-async fn update(cx: Ctx, InPath(id): PathId, Body(patch): Body<TagPatch>) -> Reply<TagV3> {
+async fn update(cx: Ctx, InPath(id): InPath<TagId>, Body(patch): Body<TagPatch>) -> Reply<TagV3> {
     Ok(Json(
-        tags::update(cx.store(), &cx.caller, TagId(id), patch)
+        tags::update(cx.store(), &cx.caller, id, patch)
             .await?
             .into(),
     ))
 }
 
-async fn delete(cx: Ctx, InPath(id): PathId) -> Reply<TagV3> {
-    Ok(Json(
-        tags::delete(cx.store(), &cx.caller, TagId(id))
-            .await?
-            .into(),
-    ))
+async fn delete(cx: Ctx, InPath(id): InPath<TagId>) -> Reply<TagV3> {
+    Ok(Json(tags::delete(cx.store(), &cx.caller, id).await?.into()))
 }
 
 /// `GET /v1/tags`: a JSON array, as the spec says. The next page, when there
@@ -97,26 +91,24 @@ async fn create_v1(
     Ok(created(TagV1::from(tag)))
 }
 
-async fn get_v1(cx: Ctx, InPath(id): PathId) -> Reply<TagV1> {
-    Ok(Json(
-        tags::get(cx.store(), &cx.caller, TagId(id)).await?.into(),
-    ))
+async fn get_v1(cx: Ctx, InPath(id): InPath<TagId>) -> Reply<TagV1> {
+    Ok(Json(tags::get(cx.store(), &cx.caller, id).await?.into()))
 }
 
-async fn update_v1(cx: Ctx, InPath(id): PathId, Body(patch): Body<TagPatchV1>) -> Reply<TagV1> {
+async fn update_v1(
+    cx: Ctx,
+    InPath(id): InPath<TagId>,
+    Body(patch): Body<TagPatchV1>,
+) -> Reply<TagV1> {
     Ok(Json(
-        tags::update(cx.store(), &cx.caller, TagId(id), patch.into())
+        tags::update(cx.store(), &cx.caller, id, patch.into())
             .await?
             .into(),
     ))
 }
 
-async fn delete_v1(cx: Ctx, InPath(id): PathId) -> Reply<TagV1> {
-    Ok(Json(
-        tags::delete(cx.store(), &cx.caller, TagId(id))
-            .await?
-            .into(),
-    ))
+async fn delete_v1(cx: Ctx, InPath(id): InPath<TagId>) -> Reply<TagV1> {
+    Ok(Json(tags::delete(cx.store(), &cx.caller, id).await?.into()))
 }
 
 /// 200 when every operation succeeded, 207 when some did not.

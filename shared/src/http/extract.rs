@@ -294,3 +294,23 @@ pub type PathId = InPath<NumericId>;
 /// The string `{id}` of a path (API tokens, audit entries, sessions,
 /// snapshots): `InPath(id): PathKey`.
 pub type PathKey = InPath<TextId>;
+
+/// An id type's `{id}` of a path, as [`NumericId`] reads it and typed:
+/// `InPath(id): InPath<DealId>`.
+macro_rules! typed_path_id {
+    ($($id:ty),*) => {$(
+        impl PathParam for $id {
+            const NAME: &'static str = NumericId::NAME;
+            const ERRORS: &'static [(u16, &'static str)] = NumericId::ERRORS;
+            type Value = $id;
+            fn parse(raw: &str) -> Result<$id, ApiError> {
+                NumericId::parse(raw).map(<$id>::from)
+            }
+            fn schema() -> serde_json::Value {
+                NumericId::schema()
+            }
+        }
+    )*};
+}
+
+typed_path_id!(crate::ids::DealId, crate::ids::TagId);
