@@ -98,7 +98,7 @@ async fn owner_of(store: &dyn Store, ws: WorkspaceId, name: &str) -> ApiResult<O
 // ------------------------------------------------------------------ inputs
 
 /// `POST /v3/tags`. Only `name` is required; `color` defaults to [`DEFAULT_COLOR`].
-#[derive(Debug, Deserialize, Validate, schemars::JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Validate, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TagCreate {
     #[validate(length(min = 1, max = 128), custom(function = "not_blank"))]
@@ -174,6 +174,20 @@ pub struct TagPatchV1 {
     #[serde(default)]
     #[validate(length(max = 20))]
     pub text_color: Patch<String>,
+}
+
+/// A create body applied to a tag that exists (an upsert by name, a loaded
+/// line): it sets what it gives and keeps what it leaves out.
+impl From<TagCreate> for TagPatch {
+    fn from(create: TagCreate) -> Self {
+        Self {
+            name: Some(create.name),
+            color: create.color,
+            text_color: Patch::set_or_keep(create.text_color),
+            author_id: Patch::set_or_keep(create.author_id),
+            legacy_id: Patch::set_or_keep(create.legacy_id),
+        }
+    }
 }
 
 impl From<TagPatchV1> for TagPatch {
@@ -277,13 +291,7 @@ pub async fn upsert(
         let owner = owner_of(store, caller.workspace_id, &input.name).await?;
         let attempt = match owner {
             Some(id) => {
-                let patch = TagPatch {
-                    name: Some(input.name.clone()),
-                    color: input.color.clone(),
-                    text_color: Patch::set_or_keep(input.text_color.clone()),
-                    author_id: Patch::set_or_keep(input.author_id),
-                    legacy_id: Patch::set_or_keep(input.legacy_id.clone()),
-                };
+                let patch = TagPatch::from(input.clone());
                 update(store, caller, id, patch).await.map(|t| (t, false))
             }
             None => with_fresh_id(|id| insert(store, caller, TagId(id), &input, Stamps::new()))
@@ -354,16 +362,7 @@ impl Loadable for WithId<TagCreate> {
             store,
             &key,
             |id, line, stamps| async move { insert(store, caller, TagId(id), &line, stamps).await },
-            |id, line| {
-                let patch = TagPatch {
-                    name: Some(line.name),
-                    color: line.color,
-                    text_color: Patch::set_or_keep(line.text_color),
-                    author_id: Patch::set_or_keep(line.author_id),
-                    legacy_id: Patch::set_or_keep(line.legacy_id),
-                };
-                update(store, caller, TagId(id), patch)
-            },
+            |id, line| update(store, caller, TagId(id), line.into()),
         )
         .await
     }

@@ -142,13 +142,16 @@ pub struct ContactPatchV1 {
 /// (`http::Create`).
 impl CreateFields for ContactPatch {
     const REQUIRED: &'static [&'static str] = &[];
-    const ANY_OF: &'static [&'static str] = &["name", "phone", "email"];
+    const ANY_OF: &'static [&'static str] = IDENTIFIED_BY;
 }
 
 impl CreateFields for ContactPatchV1 {
     const REQUIRED: &'static [&'static str] = &[];
-    const ANY_OF: &'static [&'static str] = &["name", "phone", "email"];
+    const ANY_OF: &'static [&'static str] = IDENTIFIED_BY;
 }
+
+/// A contact needs one of these; the error names the first.
+const IDENTIFIED_BY: &[&str] = &["name", "phone", "email"];
 
 impl TryFrom<ContactPatchV1> for ContactPatch {
     type Error = ApiError;
@@ -255,7 +258,7 @@ impl ContactPatch {
             .apply(&mut f.customer_custom_field);
         if f.name.is_none() && f.phone.is_none() && f.email.is_none() {
             return Err(ApiError::field(
-                "name",
+                IDENTIFIED_BY[0],
                 "a contact needs a name, a phone or an e-mail",
             ));
         }
