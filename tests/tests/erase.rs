@@ -32,8 +32,9 @@ fn id(body: &Value) -> String {
 
 /// Writes the person into every place: the contact (with an
 /// `Idempotency-Key`, so its answer is kept), a contact merged into it, a
-/// deal, a session, a welcome message, an import naming them, and events
-/// delivered to a webhook whose receiver echoes them back.
+/// deal named after them, a session with its summary and call, a welcome
+/// message, an import naming them, and events delivered to a webhook whose
+/// receiver echoes them back.
 async fn the_person_everywhere(app: &TestApp, receiver: &Receiver) -> (String, String) {
     receiver.echo();
     app.post(
@@ -62,13 +63,16 @@ async fn the_person_everywhere(app: &TestApp, receiver: &Receiver) -> (String, S
     .await
     .expect(200);
     let deal = app.post("/v3/deals", json!({
-        "name": "Annual plan", "value": 100, "status": "open", "contactId": contact.parse::<u64>().unwrap(),
+        "name": "Annual plan for Zuleika", "value": 100, "status": "open", "contactId": contact.parse::<u64>().unwrap(),
         "operatorId": 7, "groupId": 1, "pipelineId": "sales", "stageId": "lead", "origin": "site", "tagIds": [],
     })).await.expect(201);
     app.put_session("erase-s1", json!({
         "createdAt": "2026-11-20T10:00:00.000Z",
         "conversation": { "id": 77, "contactId": contact.parse::<u64>().unwrap(), "contactPhone": PHONE, "channelId": "whatsapp-1", "channelType": "whatsapp" },
         "trails": [{ "type": "message", "at": "2026-11-20T10:01:00.000Z", "from": "contact" }],
+        // What an operator wrote about them, and their call.
+        "summary": "Zuleika asked for the annual plan",
+        "call": { "recording": "https://calls.example/zuleika-erasmo.ogg", "seconds": 95 },
     })).await;
     app.put_session("erase-s2", json!({
         "createdAt": "2026-11-21T10:00:00.000Z",
@@ -168,6 +172,9 @@ store_test! {
         assert_eq!(app.get("/v3/contacts").await.expect(200)["totalCount"], total);
         let kept = app.get(&format!("/v3/deals/{deal}")).await.expect(200);
         assert_eq!(kept["contact"]["id"], json!(contact.parse::<u64>().unwrap()));
+        // What a seller wrote that names them is blanked; the rest stays.
+        assert_eq!(kept["name"], "", "{kept}");
+        assert_eq!(kept["value"].as_f64(), Some(100.0));
         app.patch(&format!("/v3/contacts/{contact}"), json!({ "name": NAME })).await.expect_error(410);
         // Erasing again answers the tombstone; the phone is free for a new contact.
         assert_eq!(app.post(&format!("/v3/contacts/{contact}/erase"), json!({})).await.expect(200)["erased"], tombstone["erased"]);

@@ -5,6 +5,7 @@
 //! A schedule: a name, an IANA time zone, the opening intervals of each weekday
 //! (`0` Sunday to `6` Saturday, `"HH:MM"` to `"HH:MM"`), and holidays (dates).
 
+use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use validator::{Validate, ValidationError};
 
@@ -102,6 +103,7 @@ impl Record for BusinessHour {
         crate::record::as_event_object(BusinessHourView::from(self.clone()))
     }
     const TYPE: &'static str = "BusinessHour";
+    const PERSONAL: Personal = Personal::none(&["holidays", "intervals", "name", "timezone"]);
     fn key(&self) -> Key {
         keys::business_hour(self.workspace_id, self.id)
     }

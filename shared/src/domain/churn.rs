@@ -15,6 +15,7 @@
 //! audit entry. Should one fail, those before it stay added, and the same
 //! request again adds the rest (a reason added twice is added once).
 
+use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use validator::Validate;
 
@@ -52,6 +53,8 @@ impl Record for ChurnReason {
         crate::record::as_event_object(ChurnReasonView::from(self.clone()))
     }
     const TYPE: &'static str = "ChurnReason";
+    /// A workspace's reason to leave.
+    const PERSONAL: Personal = Personal::none(&["folded", "reason"]);
     fn key(&self) -> Key {
         keys::churn_reason(&self.folded)
     }

@@ -6,6 +6,7 @@
 //! `customFields` (whose members are keyed by `key`): deleted definitions are left
 //! out of `/v1`.
 
+use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use validator::Validate;
@@ -130,6 +131,7 @@ impl Record for CustomField {
         crate::record::as_event_object(CustomFieldView::from(self.clone()))
     }
     const TYPE: &'static str = "CustomField";
+    const PERSONAL: Personal = Personal::none(&["entity", "key", "name", "type", "options"]);
     fn key(&self) -> Key {
         keys::custom_field(self.workspace_id, self.id)
     }

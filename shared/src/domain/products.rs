@@ -3,6 +3,7 @@
 //! and `GET /v3/products/{id}` (extensions) show what a client patches. Deals
 //! carry catalog products, and the deal list's `productIds` filter finds them.
 
+use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use validator::Validate;
 
@@ -54,6 +55,7 @@ impl Record for Product {
         crate::record::as_event_object(ProductView::from(self.clone()))
     }
     const TYPE: &'static str = "Product";
+    const PERSONAL: Personal = Personal::none(&["_id", "description", "name"]);
     fn key(&self) -> Key {
         keys::product(self.workspace_id, self.id)
     }

@@ -7,6 +7,7 @@
 //! get a 404. After its expiry it is a 404 too; DynamoDB's time to live removes
 //! it later.
 
+use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use validator::Validate;
@@ -43,6 +44,11 @@ pub struct RedirectSession {
 
 impl Record for RedirectSession {
     const TYPE: &'static str = "RedirectSession";
+    const PERSONAL: Personal = Personal {
+        fields: &[],
+        copies: &["payload"],
+        plain: &["createdBy", "expiresAt", "key", "targetUrl"],
+    };
     fn key(&self) -> Key {
         keys::redirect_session(self.workspace_id, &self.key)
     }

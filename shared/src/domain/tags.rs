@@ -8,6 +8,7 @@
 
 use crate::ids::TagId;
 use crate::patch::Patch;
+use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use validator::Validate;
 
@@ -53,6 +54,7 @@ impl Record for Tag {
         crate::record::as_event_object(TagV3::from(self.clone()))
     }
     const TYPE: &'static str = "Tag";
+    const PERSONAL: Personal = Personal::none(&["_id", "color", "name", "textColor"]);
     fn key(&self) -> Key {
         keys::tag(self.workspace_id, self.id)
     }

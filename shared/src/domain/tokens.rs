@@ -9,6 +9,7 @@
 //! another no scope it does not hold itself, and revokes none that holds
 //! more (docs/design.md, "Scopes").
 
+use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use validator::Validate;
 
@@ -25,6 +26,7 @@ use crate::store::{Index, Key, Query, SkRange, Store};
 /// the record layer).
 impl Record for TokenSecret {
     const TYPE: &'static str = "TokenSecret";
+    const PERSONAL: Personal = Personal::none(&["expiresAt", "scopes", "sha256", "tokenId"]);
     fn key(&self) -> Key {
         keys::token_secret(&self.sha256)
     }
@@ -66,6 +68,15 @@ impl Record for ApiToken {
         crate::record::as_event_object(TokenView::from(self.clone()))
     }
     const TYPE: &'static str = "ApiToken";
+    const PERSONAL: Personal = Personal::none(&[
+        "createdBy",
+        "expiresAt",
+        "id",
+        "name",
+        "prefix",
+        "scopes",
+        "sha256",
+    ]);
     fn key(&self) -> Key {
         keys::token(self.workspace_id, &self.id)
     }

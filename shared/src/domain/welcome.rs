@@ -12,6 +12,7 @@
 //! message, with `x-welcome-duplicate: true`. A sentinel item per recipient and
 //! content, written in the message's transaction, makes this hold under races.
 
+use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use validator::Validate;
@@ -65,6 +66,12 @@ pub struct WelcomeMessage {
 impl Record for WelcomeMessage {
     const EVENTS: Option<&'static str> = Some("welcomeMessage");
     const TYPE: &'static str = "WelcomeMessage";
+    /// An erasure deletes it whole (`contacts::erase`).
+    const PERSONAL: Personal = Personal {
+        fields: &["name", "phone", "text", "variables"],
+        copies: &[],
+        plain: &["id", "requestedBy", "status", "templateId"],
+    };
     fn key(&self) -> Key {
         keys::welcome_message(self.workspace_id, &self.id)
     }
@@ -97,6 +104,12 @@ pub(crate) struct Sent {
 
 impl Record for Sent {
     const TYPE: &'static str = "WelcomeSent";
+    /// An erasure deletes it whole (`contacts::erase`).
+    const PERSONAL: Personal = Personal {
+        fields: &["phone", "content"],
+        copies: &[],
+        plain: &["messageId", "until"],
+    };
     fn key(&self) -> Key {
         keys::welcome_sent(self.workspace_id, &self.phone, &self.content)
     }

@@ -2,6 +2,7 @@
 //! `POST /v3/workspaces` (admin, an extension of the spec) creates one together
 //! with its first token, in one transaction.
 
+use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use validator::Validate;
 
@@ -55,6 +56,7 @@ impl Record for Workspace {
         crate::record::as_event_object(WorkspaceView::from(self.clone()))
     }
     const TYPE: &'static str = "Workspace";
+    const PERSONAL: Personal = Personal::none(&["environment", "name", "refreshRequestedAt"]);
     fn key(&self) -> Key {
         keys::workspace(self.id)
     }

@@ -48,6 +48,7 @@ mod seal;
 pub use claim::{Claim, ReadBackRule, finish, scope, stopped};
 pub use seal::Sealer;
 
+use crate::record::Personal;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 
@@ -134,6 +135,23 @@ pub struct IdempotencyRecord {
 
 impl Record for IdempotencyRecord {
     const TYPE: &'static str = "IdempotencyKey";
+    /// The kept answer, sealed, may hold anyone's data (`idempotency::erased_over` drops it); its marks are digests.
+    const PERSONAL: Personal = Personal {
+        fields: &["sealed"],
+        copies: &[],
+        plain: &[
+            "bodySha256",
+            "erasedAt",
+            "expiresAt",
+            "headers",
+            "keySha256",
+            "leaseUntil",
+            "marks",
+            "readBack",
+            "route",
+            "state",
+        ],
+    };
     fn key(&self) -> Key {
         keys::idempotency(self.workspace_id, &self.key_sha256)
     }

@@ -2,6 +2,7 @@
 //! token id), what (action, resource, id), when, and the request id that ties
 //! the entry to the request log. Listing entries is `crate::domain::audit`.
 
+use super::Personal;
 use serde::{Deserialize, Serialize};
 
 use super::{Record, Stamps};
@@ -53,6 +54,15 @@ impl AuditEntry {
 
 impl Record for AuditEntry {
     const TYPE: &'static str = "AuditEntry";
+    /// An entry names a change, never its values.
+    const PERSONAL: Personal = Personal::none(&[
+        "action",
+        "id",
+        "requestId",
+        "resource",
+        "resourceId",
+        "tokenId",
+    ]);
     fn key(&self) -> Key {
         keys::audit_entry(self.workspace_id, &self.id)
     }

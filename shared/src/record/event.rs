@@ -9,6 +9,7 @@
 //! an earlier cursor can still appear, and a client that follows the feed
 //! with `after=<cursor>` never skips one.
 
+use super::Personal;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -81,6 +82,21 @@ pub struct StoredEvent {
 
 impl Record for StoredEvent {
     const TYPE: &'static str = "Event";
+    /// Its data are copies of the record changed (`contacts::erase` scrubs a contact's down to its id).
+    const PERSONAL: Personal = Personal {
+        fields: &[],
+        copies: &["data"],
+        plain: &[
+            "cursor",
+            "id",
+            "occurredAt",
+            "requestId",
+            "resource",
+            "resourceId",
+            "tokenId",
+            "type",
+        ],
+    };
     fn key(&self) -> Key {
         keys::event(self.event.workspace_id, &self.event.cursor)
     }

@@ -14,12 +14,14 @@ pub mod event;
 pub mod guard;
 pub mod marks;
 mod mutation;
+pub mod personal;
 pub mod sharing;
 mod write;
 
 pub use audit::{AUDIT_LIST, AuditEntry};
 pub use event::{Event, EventData, StoredEvent};
 pub use mutation::{CommitError, Mutation, changed_meanwhile};
+pub use personal::Personal;
 pub use write::{retrying, upsert, with_fresh_id};
 
 use serde::Serialize;
@@ -45,6 +47,10 @@ pub trait Record: Serialize + DeserializeOwned + Clone + Send + Sync + 'static {
     /// the default, for records whose changes are no events (index items,
     /// sentinels, secrets, a job's chunks). See [`event`].
     const EVENTS: Option<&'static str> = None;
+
+    /// Which of its stored text is a person's data, and which is not:
+    /// what an erasure clears ([`personal`]).
+    const PERSONAL: Personal;
 
     /// As its events show it: its view in the API.
     fn event_object(&self) -> Value {
@@ -75,7 +81,9 @@ pub trait Record: Serialize + DeserializeOwned + Clone + Send + Sync + 'static {
 }
 
 pub fn to_item<R: Record>(record: &R) -> ApiResult<Item> {
-    let Value::Object(mut item) = serde_json::to_value(record).map_err(ApiError::internal)? else {
+    let value = serde_json::to_value(record).map_err(ApiError::internal)?;
+    personal::check::<R>(&value)?;
+    let Value::Object(mut item) = value else {
         return Err(ApiError::internal(format!(
             "{} is not a JSON object",
             R::TYPE

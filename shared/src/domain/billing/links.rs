@@ -1,5 +1,6 @@
 //! Checkout links: create, read, deactivate, complete (see the module above).
 
+use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use validator::Validate;
 
@@ -74,6 +75,17 @@ impl Record for CheckoutLink {
         crate::record::as_event_object(CheckoutLinkView::from(self.clone()))
     }
     const TYPE: &'static str = "CheckoutLink";
+    const PERSONAL: Personal = Personal::none(&[
+        "code",
+        "completedAt",
+        "createdBy",
+        "deactivatedAt",
+        "expiresAt",
+        "plan",
+        "status",
+        "successUrl",
+        "url",
+    ]);
     fn key(&self) -> Key {
         keys::checkout_link(self.workspace_id, &self.code)
     }

@@ -1,5 +1,6 @@
 //! Orders: what a completed checkout link becomes. Listed newest first.
 
+use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 
 use crate::auth::Caller;
@@ -40,6 +41,13 @@ impl Record for Order {
         crate::record::as_event_object(OrderView::from(self.clone()))
     }
     const TYPE: &'static str = "Order";
+    const PERSONAL: Personal = Personal::none(&[
+        "checkoutCode",
+        "currency",
+        "plan",
+        "providerReference",
+        "status",
+    ]);
     fn key(&self) -> Key {
         keys::order(self.workspace_id, self.id)
     }

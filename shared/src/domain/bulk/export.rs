@@ -1,6 +1,7 @@
 //! Bulk exports: every record of an object (within the filters), in key
 //! order, as CSV or JSON lines, written page by page in parts.
 
+use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use validator::Validate;
@@ -100,6 +101,18 @@ pub struct ExportJob {
 
 impl Record for ExportJob {
     const TYPE: &'static str = "BulkExport";
+    const PERSONAL: Personal = Personal::none(&[
+        "file",
+        "filters",
+        "finishedAt",
+        "format",
+        "id",
+        "object",
+        "startedAt",
+        "status",
+        "tokenId",
+    ]);
+
     fn key(&self) -> crate::store::Key {
         keys::bulk_export(self.workspace_id, &self.id)
     }

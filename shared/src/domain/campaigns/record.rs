@@ -1,5 +1,6 @@
 //! The stored campaign (the spec's Campaign) and its lifecycle.
 
+use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -193,6 +194,24 @@ impl Record for Campaign {
         }
     }
     const TYPE: &'static str = "Campaign";
+    /// A message to many, not about one.
+    const PERSONAL: Personal = Personal::none(&[
+        "assetsUrls",
+        "channelId",
+        "channelType",
+        "finishedAtPrediction",
+        "healthCheckData",
+        "id",
+        "lastMessageProcessedAt",
+        "leadType",
+        "message",
+        "name",
+        "nextScheduledTo",
+        "originalScheduledTo",
+        "scheduledTo",
+        "status",
+        "template",
+    ]);
     fn key(&self) -> Key {
         keys::campaign(self.workspace_id, self.id)
     }

@@ -1,5 +1,6 @@
 //! The stored contact, its key and index attributes, and its index items.
 
+use crate::record::Personal;
 use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
@@ -167,6 +168,28 @@ impl Record for Contact {
         crate::record::as_event_object(crate::domain::contacts::ContactV3::from(self.clone()))
     }
     const TYPE: &'static str = "Contact";
+    /// All a contact says is the person's but where they came from (a channel, counted by reports) and its tombstone's mark.
+    const PERSONAL: Personal = Personal {
+        fields: &[
+            "_id",
+            "name",
+            "email",
+            "phone",
+            "location",
+            "avatar",
+            "notes",
+            "externalId",
+            "socialAId",
+            "socialBId",
+            "socialCId",
+            "customFields",
+            "crmData",
+            "CustomerCustomField",
+            "aliasPhones",
+        ],
+        copies: &[],
+        plain: &["origin", "erased"],
+    };
     fn key(&self) -> Key {
         keys::contact(self.workspace_id, self.id)
     }

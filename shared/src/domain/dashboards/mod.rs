@@ -7,6 +7,7 @@
 //! records), then `done` with `data`, `processedAt`, `processedTimeInMs` and
 //! `totalTimeInMs`. Snapshots are listed newest first.
 
+use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use validator::Validate;
@@ -72,6 +73,7 @@ crate::versioned!(Dashboard);
 impl Record for Dashboard {
     const EVENTS: Option<&'static str> = Some("dashboard");
     const TYPE: &'static str = "Dashboard";
+    const PERSONAL: Personal = Personal::none(&["_id", "description", "layout", "name"]);
     fn key(&self) -> Key {
         keys::dashboard(self.workspace_id, self.id)
     }
@@ -191,6 +193,18 @@ crate::versioned!(Snapshot);
 impl Record for Snapshot {
     const EVENTS: Option<&'static str> = Some("snapshot");
     const TYPE: &'static str = "Snapshot";
+    /// Counts; its author is an operator, not a contact.
+    const PERSONAL: Personal = Personal::none(&[
+        "authorName",
+        "dashboardId",
+        "data",
+        "id",
+        "name",
+        "periodFrom",
+        "periodTo",
+        "processedAt",
+        "status",
+    ]);
     fn key(&self) -> Key {
         let dashboard: u64 = self.dashboard_id.parse().unwrap_or_default();
         keys::snapshot(self.workspace_id, dashboard, &self.id)

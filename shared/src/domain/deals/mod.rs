@@ -45,6 +45,6 @@ pub use record::{
     DealProduct, DealStatus, DiscountKind, DiscountType,
 };
 pub use write::{create, get, history, update};
-pub(crate) use write::{erase_contact, move_to_contact};
+pub(crate) use write::{erase_person, move_to_contact};
 
 pub const LIST: &str = "DEAL";

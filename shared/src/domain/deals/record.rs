@@ -1,5 +1,6 @@
 //! The stored deal and its parts.
 
+use crate::record::Personal;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -275,6 +276,39 @@ impl Record for Deal {
         }
     }
     const TYPE: &'static str = "Deal";
+    /// The contact's copy is theirs; what a seller writes may name them.
+    const PERSONAL: Personal = Personal {
+        fields: &[
+            "contact.name",
+            "contact.avatar",
+            "contact.phone",
+            "contact.email",
+        ],
+        copies: &[
+            "name",
+            "lostReason",
+            "lostReasonObs",
+            "customFields",
+            "tasks",
+            "authorId",
+        ],
+        plain: &[
+            "_id",
+            "authorType",
+            "campaign",
+            "contact.createdAt",
+            "context",
+            "dueDate",
+            "lastStageChanged",
+            "origin",
+            "pipelineId",
+            "products",
+            "stageId",
+            "status",
+            "timeInStage",
+            "wonLostDate",
+        ],
+    };
     fn key(&self) -> Key {
         keys::deal(self.workspace_id, self.id)
     }

@@ -14,7 +14,7 @@ use crate::error::ApiResult;
 use crate::ids;
 use crate::ids::DealId;
 use crate::keys;
-use crate::record::{self, CommitError, Mutation, Stamps, with_fresh_id};
+use crate::record::{self, CommitError, Mutation, Stamps, personal, with_fresh_id};
 use crate::store::{Key, Store};
 
 pub async fn create(store: &dyn Store, caller: &Caller, input: DealCreate) -> ApiResult<Deal> {
@@ -86,25 +86,24 @@ pub(crate) async fn move_to_contact(
     Ok(())
 }
 
-/// Erases the deal's copy of its contact (an erasure of the person): the
-/// copy keeps the id and nothing personal; its event carries no earlier values.
-pub(crate) async fn erase_contact(store: &dyn Store, caller: &Caller, id: DealId) -> ApiResult<()> {
+/// Erases the person of deal `id` (an erasure of them): its declared
+/// personal data (the copy of its contact, but the id) and, in what a
+/// seller wrote (its name, lost reason, custom fields), each text that
+/// `theirs` says is the person's; its event carries no earlier values.
+pub(crate) async fn erase_person(
+    store: &dyn Store,
+    caller: &Caller,
+    id: DealId,
+    theirs: &(dyn Fn(&str) -> bool + Sync),
+) -> ApiResult<()> {
     let ws = caller.workspace_id;
     let Some(current) = record::get::<Deal>(store, &keys::deal(ws, id), true).await? else {
         return Ok(());
     };
-    let copy = &current.fields.contact;
-    let mut fields = current.fields.clone();
-    fields.contact = DealContact {
-        id: copy.id,
-        name: None,
-        avatar: None,
-        phone: None,
-        email: None,
-        created_at: copy.created_at,
-        is_private: copy.is_private,
-    };
-    write(store, caller, current, fields, "deal.erase", true).await?;
+    let erased = personal::erased(&current, theirs)?;
+    if erased != current {
+        write(store, caller, current, erased.fields, "deal.erase", true).await?;
+    }
     Ok(())
 }
 

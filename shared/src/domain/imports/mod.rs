@@ -11,6 +11,7 @@
 
 mod worker;
 
+use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use validator::Validate;
@@ -112,6 +113,11 @@ impl Record for ImportJob {
         }
     }
     const TYPE: &'static str = "ImportJob";
+    const PERSONAL: Personal = Personal {
+        fields: &[],
+        copies: &["failures"],
+        plain: &["id", "status"],
+    };
     fn key(&self) -> Key {
         keys::import_job(self.workspace_id, &self.id)
     }
@@ -169,11 +175,18 @@ pub(super) struct Chunk {
     job_id: String,
     workspace_id: WorkspaceId,
     n: usize,
+    #[serde(default)]
     contacts: Vec<Pending>,
 }
 
 impl Record for Chunk {
     const TYPE: &'static str = "ImportChunk";
+    /// The rows still to create.
+    const PERSONAL: Personal = Personal {
+        fields: &["contacts"],
+        copies: &[],
+        plain: &["jobId"],
+    };
     fn key(&self) -> Key {
         keys::import_chunk(self.workspace_id, &self.job_id, self.n)
     }

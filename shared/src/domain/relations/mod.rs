@@ -11,6 +11,7 @@
 mod load;
 mod read;
 
+use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use validator::Validate;
 
@@ -42,6 +43,8 @@ pub struct Organization {
 impl Record for Organization {
     const EVENTS: Option<&'static str> = Some("organization");
     const TYPE: &'static str = "Organization";
+    /// A company, not a person.
+    const PERSONAL: Personal = Personal::none(&["name"]);
     fn key(&self) -> Key {
         keys::organization(self.workspace_id, self.id)
     }
@@ -101,6 +104,7 @@ pub struct Conversation {
 impl Record for Conversation {
     const EVENTS: Option<&'static str> = Some("conversation");
     const TYPE: &'static str = "Conversation";
+    const PERSONAL: Personal = Personal::none(&["lastSession"]);
     fn key(&self) -> Key {
         keys::conversation(self.workspace_id, self.id)
     }

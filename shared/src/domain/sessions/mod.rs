@@ -24,4 +24,4 @@ pub use record::{
     TrailKind,
 };
 pub use write::{SessionLine, get, line_types, put, valid_id};
-pub(crate) use write::{erase_phone, move_to_contact};
+pub(crate) use write::{erase_person, move_to_contact};

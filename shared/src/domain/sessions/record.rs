@@ -1,6 +1,7 @@
 //! The stored session, the body that brings one in, and the metrics the
 //! service computes from its times (never taken from the client).
 
+use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use validator::Validate;
@@ -191,6 +192,34 @@ impl Record for Session {
         "upserted"
     }
     const TYPE: &'static str = "Session";
+    /// The contact's phone and a call (its recording, its number) are theirs; an operator's summary may name them.
+    const PERSONAL: Personal = Personal {
+        fields: &["conversation.contactPhone", "call"],
+        copies: &["summary"],
+        plain: &[
+            "_id",
+            "id",
+            "answeredBy",
+            "assignedAt",
+            "botId",
+            "bots",
+            "campaignId",
+            "conversation.channelId",
+            "conversation.channelType",
+            "finishedAt",
+            "firstReplyAt",
+            "groupId",
+            "groups",
+            "mergedFromCustomerId",
+            "operatorId",
+            "operators",
+            "queuedAt",
+            "reopenedAt",
+            "segmentId",
+            "serviceStartedAt",
+            "trails",
+        ],
+    };
     fn key(&self) -> Key {
         keys::session(self.workspace_id, &self.id)
     }

@@ -19,7 +19,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::ids;
 use crate::keys;
 use crate::load::{LineType, Loadable};
-use crate::record::{self, CommitError, Mutation, Stamps};
+use crate::record::{self, CommitError, Mutation, Stamps, personal};
 use crate::store::Store;
 
 const WHAT: &str = "session";
@@ -215,19 +215,25 @@ pub(crate) async fn move_to_contact(
     Ok(())
 }
 
-/// Erases the phone of session `id` (an erasure of the person): the record
-/// and its index items, whose digest and phone partition hold it; its event
-/// carries no earlier values.
-pub(crate) async fn erase_phone(store: &dyn Store, caller: &Caller, id: &str) -> ApiResult<()> {
+/// Erases the person of session `id` (an erasure of them): its declared
+/// personal data (the contact's phone, a call) and, in its summary, each
+/// text that `theirs` says is the person's; the record and its index items,
+/// whose digest and phone partition hold the phone. Its event carries no
+/// earlier values.
+pub(crate) async fn erase_person(
+    store: &dyn Store,
+    caller: &Caller,
+    id: &str,
+    theirs: &(dyn Fn(&str) -> bool + Sync),
+) -> ApiResult<()> {
     let key = keys::session(caller.workspace_id, id);
     let Some(current) = record::get::<Session>(store, &key, true).await? else {
         return Ok(());
     };
-    if current.conversation.contact_phone.is_none() {
+    let mut next = personal::erased(&current, theirs)?;
+    if next == current {
         return Ok(());
     }
-    let mut next = current.clone();
-    next.conversation.contact_phone = None;
     let mut m = Mutation::redacting(caller);
     m.update(&current, &mut next)?;
     stage_index(&mut m, Some(&current), &next)?;

@@ -7,6 +7,7 @@
 //! moves the version when it drops the answers kept on a delivery
 //! (`contacts::erase`).
 
+use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 
 use super::record::Webhook;
@@ -109,6 +110,26 @@ pub struct Delivery {
 
 impl Record for Delivery {
     const TYPE: &'static str = "Delivery";
+    /// A receiver's answer may echo the event; the payload is a ping's.
+    const PERSONAL: Personal = Personal {
+        fields: &["attempts.response"],
+        copies: &[],
+        plain: &[
+            "attempts.at",
+            "attempts.error",
+            "eventCursor",
+            "eventId",
+            "eventType",
+            "id",
+            "leaseUntil",
+            "nextAttemptAt",
+            "owner",
+            "payload",
+            "reason",
+            "status",
+            "webhookId",
+        ],
+    };
     fn key(&self) -> Key {
         keys::delivery(self.workspace_id, &self.webhook_id, &self.id)
     }

@@ -2,6 +2,7 @@
 //! whose reads they are (its [`Owner`]), and the secrets that sign them.
 
 use crate::patch::Patch;
+use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use validator::Validate;
 
@@ -113,6 +114,18 @@ crate::versioned!(Webhook);
 
 impl Record for Webhook {
     const TYPE: &'static str = "Webhook";
+    /// Secrets, but nobody's personal data.
+    const PERSONAL: Personal = Personal::none(&[
+        "description",
+        "disabledReason",
+        "id",
+        "owner",
+        "previousSecret",
+        "previousUntil",
+        "secret",
+        "types",
+        "url",
+    ]);
     const EVENTS: Option<&'static str> = Some("webhook");
 
     fn key(&self) -> Key {
@@ -218,6 +231,7 @@ pub struct Health {
 
 impl Record for Health {
     const TYPE: &'static str = "WebhookHealth";
+    const PERSONAL: Personal = Personal::none(&["failingSince", "webhookId"]);
     fn key(&self) -> Key {
         keys::webhook_health(self.workspace_id, &self.webhook_id)
     }

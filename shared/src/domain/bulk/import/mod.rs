@@ -2,6 +2,7 @@
 
 mod run;
 
+use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use validator::Validate;
@@ -106,6 +107,21 @@ pub struct ImportJob {
 
 impl Record for ImportJob {
     const TYPE: &'static str = "BulkImport";
+    /// The rows are in the file, not in the job.
+    const PERSONAL: Personal = Personal::none(&[
+        "by",
+        "columns",
+        "file",
+        "finishedAt",
+        "format",
+        "id",
+        "mapping",
+        "mode",
+        "object",
+        "startedAt",
+        "status",
+        "tokenId",
+    ]);
     fn key(&self) -> Key {
         keys::bulk_import(self.workspace_id, &self.id)
     }

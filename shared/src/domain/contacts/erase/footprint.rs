@@ -10,7 +10,7 @@ use crate::error::ApiResult;
 use crate::ids::{DealId, WorkspaceId};
 use crate::keys;
 use crate::page::read_up_to;
-use crate::record::StoredEvent;
+use crate::record::{StoredEvent, personal};
 use crate::store::{Index, Item, Query, SK, SkRange, Store};
 
 /// The records of one person, by id, and their events.
@@ -46,21 +46,6 @@ fn push_new<T: PartialEq>(list: &mut Vec<T>, value: T) {
         list.push(value);
     }
 }
-
-/// The members of a contact (as the API shows it) that hold personal data.
-const PERSONAL: [&str; 11] = [
-    "name",
-    "email",
-    "phone",
-    "externalId",
-    "notes",
-    "location",
-    "avatar",
-    "socialAId",
-    "socialBId",
-    "socialCId",
-    "_id",
-];
 
 impl Footprint {
     pub async fn of(store: &dyn Store, contact: &Contact) -> ApiResult<Self> {
@@ -194,18 +179,11 @@ impl Footprint {
     }
 }
 
-/// The personal members of a contact view (or an event's earlier values).
+/// The person's values in a contact view (or an event's earlier values):
+/// its top-level personal members, as `Contact` declares them (the view
+/// shares the record's names).
 fn collect(view: &Value, into: &mut Vec<(String, String)>) {
-    let Some(object) = view.as_object() else {
-        return;
-    };
-    for member in PERSONAL {
-        if let Some(value) = object.get(member).and_then(Value::as_str)
-            && !value.trim().is_empty()
-        {
-            into.push((member.to_owned(), value.trim().to_owned()));
-        }
-    }
+    into.extend(personal::values::<Contact>(view));
 }
 
 /// The person's own values. A string of a copy is theirs when it holds a
@@ -240,7 +218,8 @@ impl Secrets {
         secrets
     }
 
-    fn theirs(&self, text: &str) -> bool {
+    /// Whether `text`, a string of a copy, is theirs.
+    pub fn theirs(&self, text: &str) -> bool {
         let lower = text.trim().to_lowercase();
         self.whole.contains(&lower) || self.within.iter().any(|w| lower.contains(w.as_str()))
     }

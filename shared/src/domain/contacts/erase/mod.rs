@@ -17,14 +17,14 @@ mod footprint;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::record::{Contact, ContactFields, Erased};
+use super::record::{Contact, Erased};
 use super::view::ContactV3;
 use super::write::{read, stage_update};
 use crate::auth::Caller;
 use crate::domain::deals::{self, Deal, DealView};
 use crate::domain::relations::{Organization, OrganizationView};
 use crate::domain::sessions::{self, Session};
-use crate::domain::webhooks::endpoints;
+use crate::domain::webhooks::{Delivery, endpoints};
 use crate::domain::welcome::WelcomeMessage;
 use crate::error::{ApiError, ApiResult};
 use crate::idempotency::{self, IdempotencyRecord, State as IdempotencyState};
@@ -32,7 +32,7 @@ use crate::ids::{self, Timestamp, WorkspaceId};
 use crate::keys;
 use crate::page::read_up_to;
 use crate::queue::{JobMessage, JobQueue};
-use crate::record::{Event, Mutation, find_many, retrying, to_item};
+use crate::record::{Event, Mutation, find_many, personal, retrying, to_item};
 use crate::store::{
     Condition, Index, Item, Key, MAX_BATCH_GET, Query, SK, SkRange, Store, StoreError, VERSION,
     Write,
@@ -157,25 +157,17 @@ async fn erase_found(
             .collect();
         store.write(writes).await?;
     }
+    let theirs = |text: &str| found.secrets.theirs(text);
     for &deal in &found.deals {
-        retrying(|| deals::erase_contact(store, caller, deal)).await?;
+        retrying(|| deals::erase_person(store, caller, deal, &theirs)).await?;
     }
     for session in &found.sessions {
-        retrying(|| sessions::erase_phone(store, caller, session)).await?;
+        retrying(|| sessions::erase_person(store, caller, session, &theirs)).await?;
     }
 
     // Last, the contact: its tombstone, and its phone and index items gone.
     let token = caller.token_id().await?;
-    let mut tombstone = contact.clone();
-    let f = &contact.fields;
-    tombstone.fields = ContactFields {
-        is_imported: f.is_imported,
-        has_conversation: f.has_conversation,
-        new_contact: f.new_contact,
-        is_private: f.is_private,
-        ..ContactFields::default()
-    };
-    tombstone.alias_phones.clear();
+    let mut tombstone = personal::erased(&contact, &|_| false)?;
     let at = ids::now();
     tombstone.erased = Some(Erased {
         at,
@@ -346,11 +338,7 @@ async fn scrub_delivery(store: &dyn Store, mut item: Item) -> ApiResult<()> {
         return Ok(());
     };
     for _ in 0..SCRUB_TRIES {
-        if let Some(Value::Array(attempts)) = item.get_mut("attempts") {
-            for attempt in attempts.iter_mut().filter_map(Value::as_object_mut) {
-                attempt.remove("response");
-            }
-        }
+        personal::erase_item::<Delivery>(&mut item, &|_| false);
         let Some(version) = item.get(VERSION).and_then(Value::as_u64) else {
             return put_over(store, item).await; // no version to move: over what is there
         };

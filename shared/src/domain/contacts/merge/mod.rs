@@ -16,6 +16,7 @@
 //! background. A message sent before the first step, due a little later,
 //! finishes a merge whose request died on the way.
 
+use crate::record::Personal;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -81,6 +82,7 @@ pub struct MergeJob {
 
 impl Record for MergeJob {
     const TYPE: &'static str = "ContactMerge";
+    const PERSONAL: Personal = Personal::none(&["id", "status"]);
     fn key(&self) -> crate::store::Key {
         keys::contact_merge(self.workspace_id, &self.id)
     }
