@@ -200,7 +200,7 @@ api_test! {
                 session(&app, &format!("s{i}"), 2).await;
             }
             let input: dashboards::SnapshotCreate = serde_json::from_value(json!({ "authorId": 1, "authorName": "A" })).unwrap();
-            let s = dashboards::snapshot(app.store.as_ref(), &queue, &caller, d, input).await.unwrap();
+            let s = dashboards::snapshot(app.store.as_ref(), &queue, &caller, d.into(), input).await.unwrap();
             let message = queue.0.lock().unwrap().last().cloned().unwrap();
             let before = app.metrics();
             let done = dashboards::process(app.store.as_ref(), message.workspace_id, &message.job_id).await.unwrap();

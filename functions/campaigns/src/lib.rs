@@ -7,8 +7,9 @@ use shared::domain::campaigns::{
     self, Action, Campaign, CampaignPatch, CampaignQuery, ResultsReport,
 };
 use shared::http::{
-    Body, Create, Created, Ctx, Group, InPath, Params, PathId, PathParam, Reply, Saved, created,
+    Body, Create, Created, Ctx, Group, InPath, Params, PathParam, Reply, Saved, created,
 };
+use shared::ids::CampaignId;
 use shared::page::ListPage;
 
 pub fn group() -> Group {
@@ -50,12 +51,16 @@ async fn create(
     ))
 }
 
-async fn get(cx: Ctx, InPath(id): PathId) -> Reply<Campaign> {
+async fn get(cx: Ctx, InPath(id): InPath<CampaignId>) -> Reply<Campaign> {
     Ok(Json(campaigns::get(cx.store(), &cx.caller, id).await?))
 }
 
 /// While draft or scheduled; 409 otherwise.
-async fn update(cx: Ctx, InPath(id): PathId, Body(input): Body<CampaignPatch>) -> Reply<Campaign> {
+async fn update(
+    cx: Ctx,
+    InPath(id): InPath<CampaignId>,
+    Body(input): Body<CampaignPatch>,
+) -> Reply<Campaign> {
     Ok(Json(
         campaigns::update(cx.store(), &cx.caller, id, input).await?,
     ))
@@ -75,7 +80,7 @@ async fn transition(
 /// 201 when the report was counted, 200 when it had been already.
 async fn results(
     cx: Ctx,
-    InPath(id): PathId,
+    InPath(id): InPath<CampaignId>,
     Body(report): Body<ResultsReport>,
 ) -> Result<Saved<Campaign>, shared::ApiError> {
     let (campaign, counted) = campaigns::report(cx.store(), &cx.caller, id, report).await?;
@@ -84,8 +89,6 @@ async fn results(
         created: counted,
     })
 }
-
-shared::numeric_path_param!(CampaignId, "id");
 
 /// `{action}`: one of the lifecycle's moves; any other is 404.
 struct CampaignAction;

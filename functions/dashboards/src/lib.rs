@@ -5,6 +5,7 @@ use shared::ApiError;
 use shared::auth::Resource;
 use shared::domain::dashboards::{self, DashboardCreate, DashboardView, Snapshot, SnapshotCreate};
 use shared::http::{Body, Created, Ctx, Group, InPath, Params, Reply, created};
+use shared::ids::DashboardId;
 use shared::page::{ListPage, OffsetQuery};
 
 pub fn group() -> Group {
@@ -69,5 +70,4 @@ async fn get_snapshot(
     ))
 }
 
-shared::numeric_path_param!(DashboardId, "dashboardId");
 shared::text_path_param!(SnapshotId, "id");

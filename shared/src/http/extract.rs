@@ -295,22 +295,32 @@ pub type PathId = InPath<NumericId>;
 /// snapshots): `InPath(id): PathKey`.
 pub type PathKey = InPath<TextId>;
 
-/// An id type's `{id}` of a path, as [`NumericId`] reads it and typed:
-/// `InPath(id): InPath<DealId>`.
+/// An id type's `{id}` (or the named parameter) of a path, as
+/// [`NumericId`] reads it and typed: `InPath(id): InPath<DealId>`.
 macro_rules! typed_path_id {
-    ($($id:ty),*) => {$(
+    ($($id:ty),*) => {$( typed_path_id!($id as "id"); )*};
+    ($id:ty as $param:literal) => {
         impl PathParam for $id {
-            const NAME: &'static str = NumericId::NAME;
+            const NAME: &'static str = $param;
             const ERRORS: &'static [(u16, &'static str)] = NumericId::ERRORS;
             type Value = $id;
             fn parse(raw: &str) -> Result<$id, ApiError> {
-                NumericId::parse(raw).map(<$id>::from)
+                raw.parse::<u64>()
+                    .ok()
+                    .filter(|&id| id > 0)
+                    .map(<$id>::from)
+                    .ok_or_else(|| ApiError::field($param, "must be a positive whole number"))
             }
             fn schema() -> serde_json::Value {
                 NumericId::schema()
             }
         }
-    )*};
+    };
 }
 
-typed_path_id!(crate::ids::DealId, crate::ids::TagId);
+typed_path_id!(
+    crate::ids::DealId,
+    crate::ids::TagId,
+    crate::ids::CampaignId
+);
+typed_path_id!(crate::ids::DashboardId as "dashboardId");

@@ -115,6 +115,12 @@ macro_rules! id_type {
             }
         }
 
+        impl From<$name> for u64 {
+            fn from(id: $name) -> u64 {
+                id.0
+            }
+        }
+
         impl std::fmt::Display for $name {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 self.0.fmt(f)
@@ -149,6 +155,18 @@ id_type!(
     /// A tag's id.
     #[schemars(inline)]
     TagId
+);
+
+id_type!(
+    /// A campaign's id.
+    #[schemars(inline)]
+    CampaignId
+);
+
+id_type!(
+    /// A dashboard's id.
+    #[schemars(inline)]
+    DashboardId
 );
 
 pub(crate) const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
@@ -295,11 +313,11 @@ impl schemars::JsonSchema for IdString {
 pub mod id_string {
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(id: &u64, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&id.to_string())
+    pub fn serialize<S: Serializer, I: Copy + Into<u64>>(id: &I, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&(*id).into().to_string())
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    pub fn deserialize<'de, D: Deserializer<'de>, I: From<u64>>(d: D) -> Result<I, D::Error> {
         #[derive(Deserialize)]
         #[serde(untagged)]
         enum Either {
@@ -307,8 +325,11 @@ pub mod id_string {
             Text(String),
         }
         match Either::deserialize(d)? {
-            Either::Number(n) => Ok(n),
-            Either::Text(t) => t.parse().map_err(serde::de::Error::custom),
+            Either::Number(n) => Ok(n.into()),
+            Either::Text(t) => t
+                .parse::<u64>()
+                .map(I::from)
+                .map_err(serde::de::Error::custom),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Counters: a list's `totalCount` over shards, and the admin audit counter.
 
 use super::{ALL_AUDIT, ws};
-use crate::ids::WorkspaceId;
+use crate::ids::{DashboardId, WorkspaceId};
 use crate::store::Key;
 
 /// Shards of the admin audit counter, which every mutation of the service
@@ -101,7 +101,7 @@ pub fn audit_counter() -> &'static Counter {
 }
 
 /// The counter of one dashboard's snapshots.
-pub fn snapshot_counter(workspace_id: WorkspaceId, dashboard_id: u64) -> Counter {
+pub fn snapshot_counter(workspace_id: WorkspaceId, dashboard_id: DashboardId) -> Counter {
     counter(workspace_id, &format!("SNAPSHOT#{dashboard_id}"))
 }
 

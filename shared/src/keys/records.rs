@@ -3,7 +3,7 @@
 //! reasons, redirects, sessions, campaigns, rollups and local jobs.
 
 use super::collection;
-use crate::ids::{DealId, TagId, WorkspaceId, padded};
+use crate::ids::{CampaignId, DashboardId, DealId, TagId, WorkspaceId, padded};
 use crate::store::Key;
 
 pub fn tag(workspace_id: WorkspaceId, tag_id: TagId) -> Key {
@@ -58,15 +58,15 @@ pub fn business_hours(workspace_id: WorkspaceId) -> String {
     collection(workspace_id, "BUSINESSHOUR")
 }
 
-pub fn dashboard(workspace_id: WorkspaceId, id: u64) -> Key {
-    Key::new(collection(workspace_id, "DASHBOARD"), padded(id))
+pub fn dashboard(workspace_id: WorkspaceId, id: DashboardId) -> Key {
+    Key::new(collection(workspace_id, "DASHBOARD"), padded(id.0))
 }
 
-pub fn snapshots(workspace_id: WorkspaceId, dashboard_id: u64) -> String {
+pub fn snapshots(workspace_id: WorkspaceId, dashboard_id: DashboardId) -> String {
     collection(workspace_id, &format!("SNAPSHOT#{dashboard_id}"))
 }
 
-pub fn snapshot(workspace_id: WorkspaceId, dashboard_id: u64, snapshot_id: &str) -> Key {
+pub fn snapshot(workspace_id: WorkspaceId, dashboard_id: DashboardId, snapshot_id: &str) -> Key {
     Key::new(snapshots(workspace_id, dashboard_id), snapshot_id)
 }
 
@@ -174,8 +174,8 @@ pub fn sessions_by(ws: WorkspaceId, kind: &str, value: &str) -> String {
     collection(ws, &format!("SESSIONS#{kind}#{value}"))
 }
 
-pub fn campaign(ws: WorkspaceId, id: u64) -> Key {
-    Key::new(campaigns(ws), padded(id))
+pub fn campaign(ws: WorkspaceId, id: CampaignId) -> Key {
+    Key::new(campaigns(ws), padded(id.0))
 }
 
 pub fn campaigns(ws: WorkspaceId) -> String {
@@ -188,7 +188,7 @@ pub fn campaigns_by(ws: WorkspaceId, kind: &str, value: &str) -> String {
 }
 
 /// A results report already counted (the messaging side's report id).
-pub fn campaign_report(ws: WorkspaceId, campaign_id: u64, report_id: &str) -> Key {
+pub fn campaign_report(ws: WorkspaceId, campaign_id: CampaignId, report_id: &str) -> Key {
     Key::new(
         collection(ws, &format!("CAMPAIGNREPORT#{campaign_id}")),
         report_id,

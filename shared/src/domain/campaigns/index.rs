@@ -7,13 +7,13 @@ use serde_json::Value;
 
 use super::record::{Campaign, CampaignStatus};
 use crate::error::{ApiError, ApiResult};
-use crate::ids::padded;
+use crate::ids::{CampaignId, padded};
 use crate::keys;
 use crate::store::{Item, Key, PK, SK, TYPE};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Digest {
-    pub id: u64,
+    pub id: CampaignId,
     #[serde(rename = "s")]
     pub status: CampaignStatus,
     #[serde(default, rename = "ch")]
@@ -50,7 +50,7 @@ pub(super) fn digest(c: &Campaign) -> Digest {
 
 pub(super) fn index_keys(c: &Campaign) -> Vec<Key> {
     let ws = c.workspace_id;
-    let id = padded(c.id);
+    let id = padded(c.id.0);
     let mut out = vec![Key::new(
         keys::campaigns_by(ws, "STATUS", c.status.as_str()),
         id.clone(),

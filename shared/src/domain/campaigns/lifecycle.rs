@@ -5,6 +5,7 @@ use super::record::{Campaign, CampaignStatus};
 use super::write::{WHAT, ready_to_schedule, save};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
+use crate::ids::CampaignId;
 use crate::keys;
 use crate::record::{self, CommitError};
 use crate::store::Store;
@@ -58,7 +59,7 @@ impl Action {
 pub async fn transition(
     store: &dyn Store,
     caller: &Caller,
-    id: u64,
+    id: CampaignId,
     action: Action,
 ) -> ApiResult<Campaign> {
     let current: Campaign =

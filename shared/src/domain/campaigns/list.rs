@@ -13,6 +13,7 @@ use super::index::{Digest, of_item, words};
 use super::record::{Campaign, CampaignStatus};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
+use crate::ids::CampaignId;
 use crate::keys;
 use crate::page::{ListPage, MAX_WINDOW, Paging, counted_page, read_up_to};
 use crate::record;
@@ -85,7 +86,7 @@ pub async fn list(
             && q.status.is_none_or(|s| d.status == s)
     };
     let mut seen = HashSet::new();
-    let mut ids: Vec<u64> = Vec::new();
+    let mut ids: Vec<CampaignId> = Vec::new();
     for item in &items {
         let d = of_item(item)?;
         if admits(&d) && seen.insert(d.id) {

@@ -12,6 +12,7 @@ use super::write::{CampaignPatch, WHAT, save};
 use crate::auth::Caller;
 use crate::domain::rollups;
 use crate::error::{ApiError, ApiResult};
+use crate::ids::CampaignId;
 use crate::keys;
 use crate::load::{LineType, Loadable};
 use crate::record::{self, Mutation};
@@ -22,7 +23,7 @@ use crate::store::Store;
 /// `messagesProcessed`.
 #[derive(Debug)]
 pub struct CampaignLine {
-    pub id: u64,
+    pub id: CampaignId,
     pub status: CampaignStatus,
     pub result_counts: ResultCounts,
     pub messages_processed: u64,
@@ -56,7 +57,7 @@ impl<'de> Deserialize<'de> for CampaignLine {
             .unwrap_or(0);
         let input = CampaignPatch::deserialize(Value::Object(map)).map_err(D::Error::custom)?;
         Ok(CampaignLine {
-            id,
+            id: CampaignId(id),
             status,
             result_counts,
             messages_processed,
@@ -92,7 +93,7 @@ impl Loadable for CampaignLine {
             Some(stored) => stored.clone(),
             // Created when its id says, as every record loaded under its id.
             None => Campaign {
-                stamps: crate::load::stamps_of_id(self.id)?,
+                stamps: crate::load::stamps_of_id(self.id.0)?,
                 ..Campaign::new(self.id, ws, fields.clone(), self.status)
             },
         };

@@ -4,7 +4,7 @@ use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::ids::{self, Timestamp, WorkspaceId};
+use crate::ids::{self, CampaignId, Timestamp, WorkspaceId};
 use crate::keys;
 use crate::record::{Record, Stamps};
 use crate::store::Key;
@@ -140,7 +140,7 @@ pub struct CampaignFields {
 pub struct Campaign {
     #[schemars(with = "crate::ids::IdString")]
     #[serde(with = "ids::id_string")]
-    pub id: u64,
+    pub id: CampaignId,
     pub workspace_id: WorkspaceId,
     #[serde(flatten)]
     pub fields: CampaignFields,
@@ -220,7 +220,7 @@ impl Record for Campaign {
 impl Campaign {
     /// A campaign as it starts: nothing processed, nothing reported.
     pub fn new(
-        id: u64,
+        id: CampaignId,
         workspace_id: WorkspaceId,
         fields: CampaignFields,
         status: CampaignStatus,

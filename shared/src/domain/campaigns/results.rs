@@ -8,7 +8,7 @@ use super::record::{Campaign, CampaignStatus};
 use super::write::{WHAT, save};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
-use crate::ids::{self, ClientTime};
+use crate::ids::{self, CampaignId, ClientTime};
 use crate::keys;
 use crate::record::{self, CommitError, Mutation};
 use crate::store::Store;
@@ -53,7 +53,7 @@ pub const MAX_CHUNK_ENTRIES: usize = 500;
 pub async fn report(
     store: &dyn Store,
     caller: &Caller,
-    id: u64,
+    id: CampaignId,
     input: ResultsReport,
 ) -> ApiResult<(Campaign, bool)> {
     if !super::valid_report_id(&input.report_id) {

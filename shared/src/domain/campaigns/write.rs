@@ -10,7 +10,7 @@ use super::index::{index_items, index_keys};
 use super::record::{Campaign, CampaignFields, CampaignStatus};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
-use crate::ids::{self, ClientTime};
+use crate::ids::{self, CampaignId, ClientTime};
 use crate::keys;
 use crate::patch::Patch;
 use crate::record::{self, CommitError, Mutation, with_fresh_id};
@@ -163,7 +163,7 @@ pub async fn create(
     input.apply(&mut fields)?;
     let ws = caller.workspace_id;
     with_fresh_id(|id| {
-        let campaign = Campaign::new(id, ws, fields.clone(), CampaignStatus::Draft);
+        let campaign = Campaign::new(CampaignId(id), ws, fields.clone(), CampaignStatus::Draft);
         async move {
             let mut m = Mutation::new(caller);
             m.create(&campaign)?.count_list(&keys::counter(ws, LIST), 1);
@@ -178,7 +178,7 @@ pub async fn create(
     .await
 }
 
-pub async fn get(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<Campaign> {
+pub async fn get(store: &dyn Store, caller: &Caller, id: CampaignId) -> ApiResult<Campaign> {
     record::find(store, &keys::campaign(caller.workspace_id, id), false, WHAT).await
 }
 
@@ -215,7 +215,7 @@ pub(super) async fn save(
 pub async fn update(
     store: &dyn Store,
     caller: &Caller,
-    id: u64,
+    id: CampaignId,
     input: CampaignPatch,
 ) -> ApiResult<Campaign> {
     let current: Campaign =

@@ -11,7 +11,7 @@ use super::{Dashboard, Snapshot};
 use crate::auth::Caller;
 use crate::domain::rollups::{self, day};
 use crate::error::{ApiError, ApiResult};
-use crate::ids::{self, WorkspaceId};
+use crate::ids::{self, DashboardId, WorkspaceId};
 use crate::keys;
 use crate::record::{self, Mutation};
 use crate::store::Store;
@@ -130,7 +130,7 @@ pub async fn process(store: &dyn Store, ws: WorkspaceId, job_id: &str) -> ApiRes
     let started = std::time::Instant::now();
     let Some((dashboard_id, snapshot_id)) = job_id
         .split_once('.')
-        .and_then(|(d, s)| Some((d.parse::<u64>().ok()?, s)))
+        .and_then(|(d, s)| Some((DashboardId(d.parse::<u64>().ok()?), s)))
     else {
         return Err(ApiError::bad_request(format!(
             "not a snapshot job: {job_id:?}"

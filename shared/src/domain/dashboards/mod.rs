@@ -14,8 +14,8 @@ use validator::Validate;
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
-use crate::ids::WorkspaceId;
 use crate::ids::{self, Timestamp};
+use crate::ids::{DashboardId, WorkspaceId};
 use crate::keys;
 use crate::page::{ListPage, Paging, counted_page};
 use crate::queue::{JobMessage, JobQueue};
@@ -52,7 +52,7 @@ pub struct Widget {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Dashboard {
-    pub id: u64,
+    pub id: DashboardId,
     pub workspace_id: WorkspaceId,
     #[serde(default, rename = "_id", skip_serializing_if = "Option::is_none")]
     pub legacy_id: Option<String>,
@@ -206,7 +206,7 @@ impl Record for Snapshot {
         "status",
     ]);
     fn key(&self) -> Key {
-        let dashboard: u64 = self.dashboard_id.parse().unwrap_or_default();
+        let dashboard = DashboardId(self.dashboard_id.parse().unwrap_or_default());
         keys::snapshot(self.workspace_id, dashboard, &self.id)
     }
 }
@@ -251,7 +251,7 @@ pub async fn create(
     let ws = caller.workspace_id;
     with_fresh_id(|id| {
         let dashboard = Dashboard {
-            id,
+            id: DashboardId(id),
             workspace_id: ws,
             legacy_id: input.legacy_id.clone(),
             name: input.name.trim().to_owned(),
@@ -273,7 +273,7 @@ pub async fn create(
     .await
 }
 
-pub async fn get(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<Dashboard> {
+pub async fn get(store: &dyn Store, caller: &Caller, id: DashboardId) -> ApiResult<Dashboard> {
     record::find(
         store,
         &keys::dashboard(caller.workspace_id, id),
@@ -290,7 +290,7 @@ pub async fn snapshot(
     store: &dyn Store,
     queue: &dyn JobQueue,
     caller: &Caller,
-    dashboard_id: u64,
+    dashboard_id: DashboardId,
     input: SnapshotCreate,
 ) -> ApiResult<Snapshot> {
     if input
@@ -385,7 +385,7 @@ pub async fn snapshot(
 pub async fn snapshots(
     store: &dyn Store,
     caller: &Caller,
-    dashboard_id: u64,
+    dashboard_id: DashboardId,
     paging: Paging,
 ) -> ApiResult<ListPage<Snapshot>> {
     let ws = caller.workspace_id;
@@ -408,7 +408,7 @@ pub async fn snapshots(
 pub async fn get_snapshot(
     store: &dyn Store,
     caller: &Caller,
-    dashboard_id: u64,
+    dashboard_id: DashboardId,
     id: &str,
 ) -> ApiResult<Snapshot> {
     if !ids::is_ulid(id) {
