@@ -3,7 +3,8 @@
 use axum::Json;
 use shared::auth::Resource;
 use shared::domain::business_hours::{self, BusinessHourView};
-use shared::http::{Ctx, Group, InPath, Params, PathId, Reply};
+use shared::http::{Ctx, Group, InPath, Params, Reply};
+use shared::ids::BusinessHourId;
 use shared::page::{ListPage, OffsetQuery};
 
 pub fn group() -> Group {
@@ -23,7 +24,7 @@ async fn list(cx: Ctx, Params(q): Params<OffsetQuery>) -> Reply<ListPage<Busines
     ))
 }
 
-async fn get(cx: Ctx, InPath(id): PathId) -> Reply<BusinessHourView> {
+async fn get(cx: Ctx, InPath(id): InPath<BusinessHourId>) -> Reply<BusinessHourView> {
     Ok(Json(
         business_hours::get(cx.store(), &cx.caller, id)
             .await?

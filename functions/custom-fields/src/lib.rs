@@ -3,7 +3,8 @@
 use axum::Json;
 use shared::auth::Resource;
 use shared::domain::custom_fields::{self, CustomFieldV1, CustomFieldView};
-use shared::http::{Ctx, Group, InPath, Params, PathId, Reply};
+use shared::http::{Ctx, Group, InPath, Params, Reply};
+use shared::ids::CustomFieldId;
 use shared::page::{CursorPage, CursorQuery, ListPage, OffsetQuery};
 
 pub fn group() -> Group {
@@ -27,7 +28,7 @@ async fn list(cx: Ctx, Params(q): Params<OffsetQuery>) -> Reply<ListPage<CustomF
     ))
 }
 
-async fn get(cx: Ctx, InPath(id): PathId) -> Reply<CustomFieldView> {
+async fn get(cx: Ctx, InPath(id): InPath<CustomFieldId>) -> Reply<CustomFieldView> {
     Ok(Json(
         custom_fields::get(cx.store(), &cx.caller, id).await?.into(),
     ))
@@ -41,7 +42,7 @@ async fn list_v1(cx: Ctx, Params(q): Params<CursorQuery>) -> Reply<CursorPage<Cu
     }))
 }
 
-async fn get_v1(cx: Ctx, InPath(id): PathId) -> Reply<CustomFieldV1> {
+async fn get_v1(cx: Ctx, InPath(id): InPath<CustomFieldId>) -> Reply<CustomFieldV1> {
     Ok(Json(
         custom_fields::get_public(cx.store(), &cx.caller, id)
             .await?

@@ -5,7 +5,8 @@ use axum::Json;
 use shared::auth::Resource;
 use shared::domain::batch::{self, BatchAnswer, BatchRequest, ProductOp};
 use shared::domain::products::{self, ProductPatch, ProductView};
-use shared::http::{Body, Ctx, Group, InPath, Meter, MultiStatus, Params, PathId, Reply};
+use shared::http::{Body, Ctx, Group, InPath, Meter, MultiStatus, Params, Reply};
+use shared::ids::ProductId;
 use shared::page::{ListPage, OffsetQuery};
 
 pub fn group() -> Group {
@@ -32,7 +33,7 @@ async fn list(cx: Ctx, Params(q): Params<OffsetQuery>) -> Reply<ListPage<Product
     ))
 }
 
-async fn get(cx: Ctx, InPath(id): PathId) -> Reply<ProductView> {
+async fn get(cx: Ctx, InPath(id): InPath<ProductId>) -> Reply<ProductView> {
     Ok(Json(
         products::get(cx.store(), &cx.caller, id).await?.into(),
     ))
@@ -40,7 +41,7 @@ async fn get(cx: Ctx, InPath(id): PathId) -> Reply<ProductView> {
 
 async fn update(
     cx: Ctx,
-    InPath(id): PathId,
+    InPath(id): InPath<ProductId>,
     Body(patch): Body<ProductPatch>,
 ) -> Reply<ProductView> {
     Ok(Json(

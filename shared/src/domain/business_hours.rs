@@ -12,7 +12,7 @@ use validator::{Validate, ValidationError};
 use crate::auth::Caller;
 use crate::domain::catalog;
 use crate::error::ApiResult;
-use crate::ids::WorkspaceId;
+use crate::ids::{BusinessHourId, WorkspaceId};
 use crate::keys;
 use crate::page::{ListPage, Paging};
 use crate::record::{Record, Stamps};
@@ -74,7 +74,7 @@ pub struct BusinessHourData {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BusinessHour {
-    pub id: u64,
+    pub id: BusinessHourId,
     pub workspace_id: WorkspaceId,
     #[serde(flatten)]
     pub data: BusinessHourData,
@@ -88,7 +88,8 @@ crate::versioned!(BusinessHour);
 impl catalog::Catalog for BusinessHour {
     const WHAT: &'static str = "business hour";
     const LIST: &'static str = LIST;
-    fn key_of(workspace_id: WorkspaceId, id: u64) -> Key {
+    type Id = BusinessHourId;
+    fn key_of(workspace_id: WorkspaceId, id: BusinessHourId) -> Key {
         keys::business_hour(workspace_id, id)
     }
     fn partition(workspace_id: WorkspaceId) -> String {
@@ -164,18 +165,29 @@ pub async fn load(store: &dyn Store, caller: &Caller, line: BusinessHourLine) ->
             ..stored
         },
         None => BusinessHour {
-            id: line.id,
+            id: BusinessHourId(line.id),
             workspace_id: ws,
             data: line.data.clone(),
             stamps: Stamps::new(),
             version: 1,
         },
     };
-    catalog::load(store, caller, line.id, build, "businessHour.load").await?;
+    catalog::load(
+        store,
+        caller,
+        BusinessHourId(line.id),
+        build,
+        "businessHour.load",
+    )
+    .await?;
     Ok(())
 }
 
-pub async fn get(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<BusinessHour> {
+pub async fn get(
+    store: &dyn Store,
+    caller: &Caller,
+    id: BusinessHourId,
+) -> ApiResult<BusinessHour> {
     catalog::get(store, caller, id).await
 }
 

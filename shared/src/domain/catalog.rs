@@ -11,16 +11,18 @@ use crate::record::{self, Versioned};
 use crate::store::{Index, Key, Query, SkRange, Store};
 
 pub trait Catalog: Versioned + Clone {
+    /// Its id type.
+    type Id: Copy + std::fmt::Display + Send + Sync;
     /// What a 404 calls it.
     const WHAT: &'static str;
     /// The list's counter.
     const LIST: &'static str;
-    fn key_of(workspace_id: WorkspaceId, id: u64) -> Key;
+    fn key_of(workspace_id: WorkspaceId, id: Self::Id) -> Key;
     fn partition(workspace_id: WorkspaceId) -> String;
 }
 
 /// One record by id: one GetItem.
-pub async fn get<R: Catalog>(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<R> {
+pub async fn get<R: Catalog>(store: &dyn Store, caller: &Caller, id: R::Id) -> ApiResult<R> {
     record::find(store, &R::key_of(caller.workspace_id, id), false, R::WHAT).await
 }
 
@@ -39,7 +41,7 @@ pub async fn list<R: Catalog>(
 pub async fn load<R: Catalog>(
     store: &dyn Store,
     caller: &Caller,
-    id: u64,
+    id: R::Id,
     build: impl FnOnce(Option<R>) -> R,
     action: &str,
 ) -> ApiResult<R> {

@@ -14,7 +14,7 @@ use validator::Validate;
 use crate::auth::Caller;
 use crate::domain::catalog;
 use crate::error::ApiResult;
-use crate::ids::WorkspaceId;
+use crate::ids::{CustomFieldId, WorkspaceId};
 use crate::keys;
 use crate::page::{CursorPage, CursorPaging, ListPage, Paging};
 use crate::record::{self, Record, Stamps};
@@ -102,7 +102,7 @@ fn yes() -> bool {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CustomField {
-    pub id: u64,
+    pub id: CustomFieldId,
     pub workspace_id: WorkspaceId,
     #[serde(flatten)]
     pub data: CustomFieldData,
@@ -116,7 +116,8 @@ crate::versioned!(CustomField);
 impl catalog::Catalog for CustomField {
     const WHAT: &'static str = "custom field";
     const LIST: &'static str = LIST;
-    fn key_of(workspace_id: WorkspaceId, id: u64) -> Key {
+    type Id = CustomFieldId;
+    fn key_of(workspace_id: WorkspaceId, id: CustomFieldId) -> Key {
         keys::custom_field(workspace_id, id)
     }
     fn partition(workspace_id: WorkspaceId) -> String {
@@ -230,23 +231,34 @@ pub async fn load(store: &dyn Store, caller: &Caller, line: CustomFieldLine) -> 
             ..stored
         },
         None => CustomField {
-            id: line.id,
+            id: CustomFieldId(line.id),
             workspace_id: ws,
             data: line.data.clone(),
             stamps: Stamps::new(),
             version: 1,
         },
     };
-    catalog::load(store, caller, line.id, build, "customField.load").await?;
+    catalog::load(
+        store,
+        caller,
+        CustomFieldId(line.id),
+        build,
+        "customField.load",
+    )
+    .await?;
     Ok(())
 }
 
-pub async fn get(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<CustomField> {
+pub async fn get(store: &dyn Store, caller: &Caller, id: CustomFieldId) -> ApiResult<CustomField> {
     catalog::get(store, caller, id).await
 }
 
 /// `/v1`: a definition that is not deleted (a deleted one is not public: 404).
-pub async fn get_public(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<CustomField> {
+pub async fn get_public(
+    store: &dyn Store,
+    caller: &Caller,
+    id: CustomFieldId,
+) -> ApiResult<CustomField> {
     let field = get(store, caller, id).await?;
     if field.data.is_deleted {
         return Err(crate::ApiError::not_found("custom field"));

@@ -10,7 +10,7 @@ use validator::Validate;
 use crate::auth::Caller;
 use crate::domain::catalog;
 use crate::error::{ApiError, ApiResult};
-use crate::ids::WorkspaceId;
+use crate::ids::{ProductId, WorkspaceId};
 use crate::keys;
 use crate::page::{ListPage, Paging};
 use crate::patch::Patch;
@@ -22,7 +22,7 @@ pub const LIST: &str = "PRODUCT";
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Product {
-    pub id: u64,
+    pub id: ProductId,
     pub workspace_id: WorkspaceId,
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -40,7 +40,8 @@ crate::versioned!(Product);
 impl catalog::Catalog for Product {
     const WHAT: &'static str = "product";
     const LIST: &'static str = LIST;
-    fn key_of(workspace_id: WorkspaceId, id: u64) -> Key {
+    type Id = ProductId;
+    fn key_of(workspace_id: WorkspaceId, id: ProductId) -> Key {
         keys::product(workspace_id, id)
     }
     fn partition(workspace_id: WorkspaceId) -> String {
@@ -128,7 +129,7 @@ pub struct ProductLine {
     pub price: f64,
 }
 
-pub async fn get(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<Product> {
+pub async fn get(store: &dyn Store, caller: &Caller, id: ProductId) -> ApiResult<Product> {
     catalog::get(store, caller, id).await
 }
 
@@ -143,7 +144,7 @@ pub async fn list(
 pub async fn update(
     store: &dyn Store,
     caller: &Caller,
-    id: u64,
+    id: ProductId,
     patch: ProductPatch,
 ) -> ApiResult<Product> {
     let current: Product = record::find(
@@ -193,7 +194,7 @@ pub async fn load(store: &dyn Store, caller: &Caller, line: ProductLine) -> ApiR
         description: line.description.clone(),
         price: line.price,
         ..stored.unwrap_or(Product {
-            id: line.id,
+            id: ProductId(line.id),
             workspace_id: ws,
             name: String::new(),
             description: None,
@@ -203,7 +204,7 @@ pub async fn load(store: &dyn Store, caller: &Caller, line: ProductLine) -> ApiR
             version: 1,
         })
     };
-    catalog::load(store, caller, line.id, build, "product.load").await?;
+    catalog::load(store, caller, ProductId(line.id), build, "product.load").await?;
     Ok(())
 }
 
@@ -220,13 +221,13 @@ pub async fn require(
     for chunk in unique.chunks(crate::store::MAX_BATCH_GET) {
         let keys: Vec<Key> = chunk
             .iter()
-            .map(|&id| keys::product(workspace_id, id))
+            .map(|&id| keys::product(workspace_id, ProductId(id)))
             .collect();
         for item in store.batch_get(&keys).await? {
             found.push(record::from_item::<Product>(item)?);
         }
     }
-    if let Some(missing) = ids.iter().find(|id| !found.iter().any(|p| p.id == **id)) {
+    if let Some(missing) = ids.iter().find(|id| !found.iter().any(|p| p.id.0 == **id)) {
         return Err(ApiError::not_found(&format!("product {missing}")));
     }
     Ok(found)

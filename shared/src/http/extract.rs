@@ -321,6 +321,9 @@ macro_rules! typed_path_id {
 typed_path_id!(
     crate::ids::DealId,
     crate::ids::TagId,
-    crate::ids::CampaignId
+    crate::ids::CampaignId,
+    crate::ids::ProductId,
+    crate::ids::CustomFieldId,
+    crate::ids::BusinessHourId
 );
 typed_path_id!(crate::ids::DashboardId as "dashboardId");

@@ -169,6 +169,24 @@ id_type!(
     DashboardId
 );
 
+id_type!(
+    /// A catalog product's id.
+    #[schemars(inline)]
+    ProductId
+);
+
+id_type!(
+    /// A custom field's id.
+    #[schemars(inline)]
+    CustomFieldId
+);
+
+id_type!(
+    /// A business-hours record's id.
+    #[schemars(inline)]
+    BusinessHourId
+);
+
 pub(crate) const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
 /// The SHA-256 of some bytes, as 64 hex digits (token hashes, idempotency

@@ -3,7 +3,10 @@
 //! reasons, redirects, sessions, campaigns, rollups and local jobs.
 
 use super::collection;
-use crate::ids::{CampaignId, DashboardId, DealId, TagId, WorkspaceId, padded};
+use crate::ids::{
+    BusinessHourId, CampaignId, CustomFieldId, DashboardId, DealId, ProductId, TagId, WorkspaceId,
+    padded,
+};
 use crate::store::Key;
 
 pub fn tag(workspace_id: WorkspaceId, tag_id: TagId) -> Key {
@@ -21,8 +24,8 @@ pub fn tag_name(workspace_id: WorkspaceId, normalized_name: &str) -> Key {
     )
 }
 
-pub fn product(workspace_id: WorkspaceId, product_id: u64) -> Key {
-    Key::new(products(workspace_id), padded(product_id))
+pub fn product(workspace_id: WorkspaceId, product_id: ProductId) -> Key {
+    Key::new(products(workspace_id), padded(product_id.0))
 }
 
 pub fn products(workspace_id: WorkspaceId) -> String {
@@ -42,16 +45,16 @@ pub fn deals_by(workspace_id: WorkspaceId, kind: &str, value: &str) -> String {
     collection(workspace_id, &format!("DEAL#{kind}#{value}"))
 }
 
-pub fn custom_field(workspace_id: WorkspaceId, id: u64) -> Key {
-    Key::new(custom_fields(workspace_id), padded(id))
+pub fn custom_field(workspace_id: WorkspaceId, id: CustomFieldId) -> Key {
+    Key::new(custom_fields(workspace_id), padded(id.0))
 }
 
 pub fn custom_fields(workspace_id: WorkspaceId) -> String {
     collection(workspace_id, "CUSTOMFIELD")
 }
 
-pub fn business_hour(workspace_id: WorkspaceId, id: u64) -> Key {
-    Key::new(business_hours(workspace_id), padded(id))
+pub fn business_hour(workspace_id: WorkspaceId, id: BusinessHourId) -> Key {
+    Key::new(business_hours(workspace_id), padded(id.0))
 }
 
 pub fn business_hours(workspace_id: WorkspaceId) -> String {

@@ -12,7 +12,7 @@ use crate::domain::contacts::{self, ContactPatch, ContactV3, Creation};
 use crate::domain::deals::{self, DealCreate, DealPatch, DealView};
 use crate::domain::products::{self, ProductPatch, ProductView};
 use crate::domain::tags::{self, TagCreate, TagPatch, TagV3};
-use crate::ids::{DealId, TagId};
+use crate::ids::{DealId, ProductId, TagId};
 use crate::store::Store;
 
 /// What a contacts batch does with an operation.
@@ -170,7 +170,7 @@ pub async fn products(
     run(store, request, id_claims, |op| async move {
         let ProductOp::Update = op.op;
         let (id, patch) = (op.no_by()?.id()?, op.data()?);
-        let product = products::update(store, caller, id, patch).await?;
+        let product = products::update(store, caller, ProductId(id), patch).await?;
         Ok(Applied::new(product.id, false, product.into()))
     })
     .await

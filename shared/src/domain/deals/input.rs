@@ -194,7 +194,7 @@ async fn catalog_products(
     let catalog: HashMap<u64, products::Product> = products::require(store, ws, &ids)
         .await?
         .into_iter()
-        .map(|p| (p.id, p))
+        .map(|p| (p.id.0, p))
         .collect();
     Ok(products
         .into_iter()
