@@ -170,6 +170,18 @@ id_type!(
 );
 
 id_type!(
+    /// An organization's id.
+    #[schemars(inline)]
+    OrganizationId
+);
+
+id_type!(
+    /// A conversation's id.
+    #[schemars(inline)]
+    ConversationId
+);
+
+id_type!(
     /// A catalog product's id.
     #[schemars(inline)]
     ProductId

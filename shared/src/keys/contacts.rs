@@ -2,7 +2,7 @@
 //! organizations, conversations and last sessions.
 
 use super::collection;
-use crate::ids::{ContactId, WorkspaceId, padded};
+use crate::ids::{ContactId, ConversationId, OrganizationId, WorkspaceId, padded};
 use crate::store::Key;
 
 pub fn contact(workspace_id: WorkspaceId, contact_id: u64) -> Key {
@@ -97,8 +97,8 @@ pub fn contact_word(workspace_id: WorkspaceId, word: &str, contact_id: u64) -> K
     )
 }
 
-pub fn organization(workspace_id: WorkspaceId, organization_id: u64) -> Key {
-    Key::new(collection(workspace_id, "ORG"), padded(organization_id))
+pub fn organization(workspace_id: WorkspaceId, organization_id: OrganizationId) -> Key {
+    Key::new(collection(workspace_id, "ORG"), padded(organization_id.0))
 }
 
 pub fn organization_contacts(workspace_id: WorkspaceId, organization_id: u64) -> String {
@@ -116,10 +116,10 @@ pub fn organization_contact(
     )
 }
 
-pub fn conversation(workspace_id: WorkspaceId, conversation_id: u64) -> Key {
+pub fn conversation(workspace_id: WorkspaceId, conversation_id: ConversationId) -> Key {
     Key::new(
         collection(workspace_id, "CONVERSATION"),
-        padded(conversation_id),
+        padded(conversation_id.0),
     )
 }
 

@@ -7,7 +7,7 @@ use validator::Validate;
 use super::{LastSession, Organization, index_item, save, stage_last_session};
 use crate::auth::Caller;
 use crate::error::ApiResult;
-use crate::ids::ContactId;
+use crate::ids::{ContactId, ConversationId, OrganizationId};
 use crate::keys;
 use crate::load::{LineType, Loadable};
 use crate::record::{self, Mutation, Stamps};
@@ -68,9 +68,9 @@ impl Loadable for OrganizationLine {
         let (ws, l) = (caller.workspace_id, self);
 
         let current: Option<Organization> =
-            record::get(store, &keys::organization(ws, l.id), true).await?;
+            record::get(store, &keys::organization(ws, OrganizationId(l.id)), true).await?;
         let mut org = current.clone().unwrap_or(Organization {
-            id: l.id,
+            id: OrganizationId(l.id),
             workspace_id: ws,
             name: String::new(),
             active: true,
@@ -106,7 +106,7 @@ impl Loadable for LinkLine {
         let mut contact = crate::domain::contacts::read(store, ws, l.contact_id, true).await?;
         record::find::<Organization>(
             store,
-            &keys::organization(ws, l.organization_id),
+            &keys::organization(ws, OrganizationId(l.organization_id)),
             true,
             "organization",
         )
@@ -148,8 +148,16 @@ impl Loadable for ConversationLine {
         // A contact merged since: the conversation is its survivor's.
         let contact = crate::domain::contacts::read(store, ws, l.contact_id, true).await?;
         let mut m = Mutation::new(caller);
-        let changed =
-            stage_last_session(store, &mut m, ws, l.id, contact.id, l.last_session, false).await?;
+        let changed = stage_last_session(
+            store,
+            &mut m,
+            ws,
+            ConversationId(l.id),
+            contact.id,
+            l.last_session,
+            false,
+        )
+        .await?;
         if !changed {
             return Ok(());
         }

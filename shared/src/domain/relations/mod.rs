@@ -16,8 +16,8 @@ use serde::{Deserialize, Serialize};
 use validator::Validate;
 
 use crate::error::ApiResult;
-use crate::ids::WorkspaceId;
 use crate::ids::{self, Timestamp};
+use crate::ids::{ConversationId, OrganizationId, WorkspaceId};
 use crate::keys;
 use crate::record::{self, Mutation, Record, Stamps, Versioned};
 use crate::store::Store;
@@ -31,7 +31,7 @@ pub use read::{
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Organization {
-    pub id: u64,
+    pub id: OrganizationId,
     pub workspace_id: WorkspaceId,
     pub name: String,
     pub active: bool,
@@ -91,7 +91,7 @@ pub struct LastSession {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Conversation {
-    pub id: u64,
+    pub id: ConversationId,
     pub workspace_id: WorkspaceId,
     pub contact_id: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -115,7 +115,7 @@ impl Record for Conversation {
                 keys::GSI1.pk,
                 keys::contact_conversations(self.workspace_id, self.contact_id),
             ),
-            (keys::GSI1.sk, ids::padded(self.id)),
+            (keys::GSI1.sk, ids::padded(self.id.0)),
         ]
     }
 }
@@ -130,7 +130,7 @@ impl Conversation {
         let sk = keys::last_session_sort(
             &ids::format_ts(&session.created_at),
             ids::ContactId(self.contact_id),
-            self.id,
+            self.id.0,
         );
         let mut keys = vec![Key::new(keys::last_sessions(ws), sk.clone())];
         if let Some(segment) = &session.segment_id {
@@ -171,7 +171,7 @@ pub(super) fn save<R: Versioned>(
 pub(crate) async fn move_conversation(
     store: &dyn Store,
     caller: &crate::auth::Caller,
-    id: u64,
+    id: ConversationId,
     to: u64,
 ) -> ApiResult<()> {
     let ws = caller.workspace_id;
@@ -199,7 +199,7 @@ pub(crate) async fn stage_last_session(
     store: &dyn Store,
     m: &mut Mutation<'_>,
     ws: WorkspaceId,
-    id: u64,
+    id: ConversationId,
     contact_id: u64,
     last_session: Option<LastSession>,
     newer_only: bool,

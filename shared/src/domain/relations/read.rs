@@ -8,8 +8,8 @@ use serde_json::Value;
 use super::{Organization, OrganizationView};
 use crate::domain::contacts::Contact;
 use crate::error::{ApiError, ApiResult};
-use crate::ids::WorkspaceId;
 use crate::ids::{self, Timestamp};
+use crate::ids::{OrganizationId, WorkspaceId};
 use crate::keys;
 use crate::page::{MAX_WINDOW, read_up_to};
 use crate::record;
@@ -22,8 +22,12 @@ pub async fn contacts_of_organization(
     ws: WorkspaceId,
     organization_id: u64,
 ) -> ApiResult<Vec<u64>> {
-    let org: Option<Organization> =
-        record::get(store, &keys::organization(ws, organization_id), false).await?;
+    let org: Option<Organization> = record::get(
+        store,
+        &keys::organization(ws, OrganizationId(organization_id)),
+        false,
+    )
+    .await?;
     if !org.is_some_and(|o| o.active) {
         return Ok(Vec::new());
     }
@@ -105,10 +109,13 @@ pub async fn organizations_of(
     wanted.dedup();
     let mut found = HashMap::new();
     for chunk in wanted.chunks(crate::store::MAX_BATCH_GET) {
-        let keys: Vec<Key> = chunk.iter().map(|&id| keys::organization(ws, id)).collect();
+        let keys: Vec<Key> = chunk
+            .iter()
+            .map(|&id| keys::organization(ws, OrganizationId(id)))
+            .collect();
         for item in store.batch_get(&keys).await? {
             let org: Organization = record::from_item(item)?;
-            found.insert(org.id, OrganizationView::from(org));
+            found.insert(org.id.0, OrganizationView::from(org));
         }
     }
     Ok(found)

@@ -16,7 +16,7 @@ use crate::auth::Caller;
 use crate::domain::relations::{LastSession, stage_last_session};
 use crate::domain::rollups;
 use crate::error::{ApiError, ApiResult};
-use crate::ids;
+use crate::ids::{self, ConversationId};
 use crate::keys;
 use crate::load::{LineType, Loadable};
 use crate::record::{self, CommitError, Mutation, Stamps, personal};
@@ -179,7 +179,7 @@ async fn put_once(
             store,
             &mut m,
             ws,
-            next.conversation.id,
+            ConversationId(next.conversation.id),
             contact_id,
             Some(last),
             true,

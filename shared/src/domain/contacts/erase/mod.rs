@@ -28,7 +28,7 @@ use crate::domain::webhooks::{Delivery, endpoints};
 use crate::domain::welcome::WelcomeMessage;
 use crate::error::{ApiError, ApiResult};
 use crate::idempotency::{self, IdempotencyRecord, State as IdempotencyState};
-use crate::ids::{self, Timestamp, WorkspaceId};
+use crate::ids::{self, OrganizationId, Timestamp, WorkspaceId};
 use crate::keys;
 use crate::page::read_up_to;
 use crate::queue::{JobMessage, JobQueue};
@@ -507,7 +507,7 @@ pub async fn export(store: &dyn Store, caller: &Caller, id: u64) -> ApiResult<Co
     let org_keys: Vec<Key> = contact
         .organization_ids
         .iter()
-        .map(|&o| keys::organization(ws, o))
+        .map(|&o| keys::organization(ws, OrganizationId(o)))
         .collect();
     let message_keys: Vec<Key> = found
         .welcome_messages

@@ -10,7 +10,7 @@ use super::super::write::{MERGED_INTO, read, stage_update};
 use crate::auth::Caller;
 use crate::domain::{deals, relations, sessions};
 use crate::error::{ApiError, ApiResult};
-use crate::ids::{ContactId, DealId, WorkspaceId};
+use crate::ids::{ContactId, ConversationId, DealId, WorkspaceId};
 use crate::keys;
 use crate::page::read_up_to;
 use crate::record::{self, Mutation};
@@ -37,7 +37,7 @@ impl Step {
             Step::Deal(id) => deals::move_to_contact(store, caller, *id, survivor).await,
             Step::Session(id) => sessions::move_to_contact(store, caller, id, survivor.id).await,
             Step::Conversation(id) => {
-                relations::move_conversation(store, caller, *id, survivor.id).await
+                relations::move_conversation(store, caller, ConversationId(*id), survivor.id).await
             }
         }
     }
