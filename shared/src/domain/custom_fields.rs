@@ -132,7 +132,20 @@ impl Record for CustomField {
         crate::record::as_event_object(CustomFieldView::from(self.clone()))
     }
     const TYPE: &'static str = "CustomField";
-    const PERSONAL: Personal = Personal::none(&["entity", "key", "name", "type", "options"]);
+    const PERSONAL: Personal = Personal::none(&[
+        "_id",
+        "dependency",
+        "description",
+        "placeholder",
+        "validate",
+        "validation_mask",
+        "validation_type",
+        "entity",
+        "key",
+        "name",
+        "type",
+        "options",
+    ]);
     fn key(&self) -> Key {
         keys::custom_field(self.workspace_id, self.id)
     }

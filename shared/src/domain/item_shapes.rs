@@ -198,3 +198,162 @@ fn campaigns_and_their_digests_keep_their_shape() {
 fn events_keep_their_shape() {
     round_trip::<crate::record::StoredEvent>("Event");
 }
+
+/// The text paths of a record's JSON Schema: every field that can hold a
+/// string (or any value), optional ones included, which no pinned literal
+/// or test needs to have written.
+fn schema_texts<R: schemars::JsonSchema>() -> Vec<String> {
+    let root = schemars::SchemaGenerator::default()
+        .into_root_schema_for::<R>()
+        .to_value();
+    let defs = root.get("$defs").cloned().unwrap_or(Value::Null);
+    let mut out = Vec::new();
+    walk_schema(&root, &defs, &mut Vec::new(), &mut Vec::new(), &mut out);
+    out
+}
+
+fn walk_schema(
+    schema: &Value,
+    defs: &Value,
+    path: &mut Vec<String>,
+    seen: &mut Vec<String>,
+    out: &mut Vec<String>,
+) {
+    let text = |out: &mut Vec<String>, path: &[String]| {
+        let shown = path.join(".");
+        if !shown.is_empty() && !out.contains(&shown) {
+            out.push(shown);
+        }
+    };
+    let Some(object) = schema.as_object() else {
+        if schema == &Value::Bool(true) {
+            text(out, path);
+        }
+        return;
+    };
+    if let Some(Value::String(reference)) = object.get("$ref") {
+        let name = reference.trim_start_matches("#/$defs/").to_owned();
+        if !seen.contains(&name) {
+            seen.push(name.clone());
+            walk_schema(&defs[&name], defs, path, seen, out);
+            seen.pop();
+        }
+    }
+    let types: Vec<&str> = match object.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    let structural = [
+        "$ref",
+        "properties",
+        "items",
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "additionalProperties",
+        "type",
+        "enum",
+        "const",
+    ];
+    if types.contains(&"string")
+        || object
+            .get("enum")
+            .is_some_and(|e| e.as_array().is_some_and(|e| e.iter().any(Value::is_string)))
+        || object.get("const").is_some_and(Value::is_string)
+        || !object.keys().any(|k| structural.contains(&k.as_str()))
+    {
+        text(out, path);
+    }
+    for key in ["anyOf", "oneOf", "allOf"] {
+        for branch in object
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            walk_schema(branch, defs, path, seen, out);
+        }
+    }
+    if let Some(items) = object.get("items") {
+        walk_schema(items, defs, path, seen, out);
+    }
+    if let Some(properties) = object.get("properties").and_then(Value::as_object) {
+        for (name, member) in properties {
+            path.push(name.clone());
+            walk_schema(member, defs, path, seen, out);
+            path.pop();
+        }
+    }
+    if let Some(extra) = object.get("additionalProperties")
+        && extra != &Value::Bool(false)
+    {
+        path.push("*".into());
+        walk_schema(extra, defs, path, seen, out);
+        path.pop();
+    }
+}
+
+fn undeclared_in_schema<R: Record + schemars::JsonSchema>() -> Vec<String> {
+    let mut item = serde_json::Map::new();
+    for path in schema_texts::<R>() {
+        // One string at each path, as an item would hold it.
+        let mut at = &mut item;
+        let segments: Vec<&str> = path.split('.').collect();
+        for (i, segment) in segments.iter().enumerate() {
+            if i + 1 == segments.len() {
+                at.insert((*segment).to_owned(), Value::String("x".into()));
+            } else {
+                let next = at
+                    .entry((*segment).to_owned())
+                    .or_insert_with(|| Value::Object(Default::default()));
+                if !next.is_object() {
+                    *next = Value::Object(Default::default());
+                }
+                at = next.as_object_mut().expect("an object");
+            }
+        }
+    }
+    personal::missing::<R>(&Value::Object(item))
+}
+
+#[test]
+fn every_text_field_a_record_may_store_is_declared() {
+    use crate::domain::*;
+    let mut missing: Vec<(&str, Vec<String>)> = Vec::new();
+    macro_rules! check {
+        ($($t:ty),* $(,)?) => {$(
+            let m = undeclared_in_schema::<$t>();
+            if !m.is_empty() {
+                missing.push((<$t as Record>::TYPE, m));
+            }
+        )*};
+    }
+    check!(
+        crate::record::AuditEntry,
+        redirects::RedirectSession,
+        relations::Organization,
+        relations::Conversation,
+        bulk::ExportJob,
+        bulk::ImportJob,
+        custom_fields::CustomField,
+        business_hours::BusinessHour,
+        products::Product,
+        tags::Tag,
+        billing::CheckoutLink,
+        billing::Order,
+        sessions::Session,
+        dashboards::Dashboard,
+        dashboards::Snapshot,
+        crate::auth::TokenSecret,
+        tokens::ApiToken,
+        imports::ImportJob,
+        welcome::WelcomeMessage,
+        churn::ChurnReason,
+        workspaces::Workspace,
+        campaigns::Campaign,
+        deals::Deal,
+        contacts::Contact,
+    );
+    assert!(missing.is_empty(), "text no declaration says: {missing:#?}");
+}

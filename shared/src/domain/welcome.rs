@@ -70,7 +70,7 @@ impl Record for WelcomeMessage {
     const PERSONAL: Personal = Personal {
         fields: &["name", "phone", "text", "variables"],
         copies: &[],
-        plain: &["id", "requestedBy", "status", "templateId"],
+        plain: &["channelId", "id", "requestedBy", "status", "templateId"],
     };
     fn key(&self) -> Key {
         keys::welcome_message(self.workspace_id, &self.id)

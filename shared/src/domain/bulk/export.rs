@@ -102,6 +102,7 @@ pub struct ExportJob {
 impl Record for ExportJob {
     const TYPE: &'static str = "BulkExport";
     const PERSONAL: Personal = Personal::none(&[
+        "error",
         "file",
         "filters",
         "finishedAt",

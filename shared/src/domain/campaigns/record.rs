@@ -196,6 +196,12 @@ impl Record for Campaign {
     const TYPE: &'static str = "Campaign";
     /// A message to many, not about one.
     const PERSONAL: Personal = Personal::none(&[
+        "_id",
+        "businessHoursId",
+        "leadsAssetUrl",
+        "operatorId",
+        "operatorName",
+        "resultCounts",
         "assetsUrls",
         "channelId",
         "channelType",
@@ -211,6 +217,7 @@ impl Record for Campaign {
         "scheduledTo",
         "status",
         "template",
+        "textRaw",
     ]);
     fn key(&self) -> Key {
         keys::campaign(self.workspace_id, self.id)

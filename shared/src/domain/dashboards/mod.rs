@@ -73,7 +73,8 @@ crate::versioned!(Dashboard);
 impl Record for Dashboard {
     const EVENTS: Option<&'static str> = Some("dashboard");
     const TYPE: &'static str = "Dashboard";
-    const PERSONAL: Personal = Personal::none(&["_id", "description", "layout", "name"]);
+    const PERSONAL: Personal =
+        Personal::none(&["authorId", "_id", "description", "layout", "name"]);
     fn key(&self) -> Key {
         keys::dashboard(self.workspace_id, self.id)
     }
@@ -195,6 +196,8 @@ impl Record for Snapshot {
     const TYPE: &'static str = "Snapshot";
     /// Counts; its author is an operator, not a contact.
     const PERSONAL: Personal = Personal::none(&[
+        "_id",
+        "error",
         "authorName",
         "dashboardId",
         "data",

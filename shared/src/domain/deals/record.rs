@@ -293,6 +293,7 @@ impl Record for Deal {
             "authorId",
         ],
         plain: &[
+            "conversation",
             "_id",
             "authorType",
             "campaign",

@@ -109,6 +109,7 @@ impl Record for ImportJob {
     const TYPE: &'static str = "BulkImport";
     /// The rows are in the file, not in the job.
     const PERSONAL: Personal = Personal::none(&[
+        "error",
         "by",
         "columns",
         "file",
