@@ -5,7 +5,6 @@
 //! A schedule: a name, an IANA time zone, the opening intervals of each weekday
 //! (`0` Sunday to `6` Saturday, `"HH:MM"` to `"HH:MM"`), and holidays (dates).
 
-use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use validator::{Validate, ValidationError};
 
@@ -15,7 +14,7 @@ use crate::error::ApiResult;
 use crate::ids::{BusinessHourId, WorkspaceId};
 use crate::keys;
 use crate::page::{ListPage, Paging};
-use crate::record::{Record, Stamps};
+use crate::record::{Personal, Record, Stamps};
 use crate::store::{Key, Store};
 
 pub const LIST: &str = "BUSINESSHOUR";

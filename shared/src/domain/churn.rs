@@ -15,7 +15,6 @@
 //! audit entry. Should one fail, those before it stay added, and the same
 //! request again adds the rest (a reason added twice is added once).
 
-use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use validator::Validate;
 
@@ -23,7 +22,7 @@ use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::keys;
 use crate::page::{ListPage, read_up_to};
-use crate::record::{self, CommitError, Mutation, Record, Stamps};
+use crate::record::{self, CommitError, Mutation, Personal, Record, Stamps};
 use crate::store::{Index, Key, Query, SkRange, Store};
 use crate::validate::needs_one_of;
 

@@ -6,7 +6,6 @@
 //! `customFields` (whose members are keyed by `key`): deleted definitions are left
 //! out of `/v1`.
 
-use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use validator::Validate;
@@ -17,7 +16,7 @@ use crate::error::ApiResult;
 use crate::ids::{CustomFieldId, WorkspaceId};
 use crate::keys;
 use crate::page::{CursorPage, CursorPaging, ListPage, Paging};
-use crate::record::{self, Record, Stamps};
+use crate::record::{self, Personal, Record, Stamps};
 use crate::store::{Index, Key, Query, SkRange, Store};
 
 pub const LIST: &str = "CUSTOMFIELD";

@@ -3,7 +3,6 @@
 //! and `GET /v3/products/{id}` (extensions) show what a client patches. Deals
 //! carry catalog products, and the deal list's `productIds` filter finds them.
 
-use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use validator::Validate;
 
@@ -14,7 +13,7 @@ use crate::ids::{ProductId, WorkspaceId};
 use crate::keys;
 use crate::page::{ListPage, Paging};
 use crate::patch::Patch;
-use crate::record::{self, Mutation, Record, Stamps};
+use crate::record::{self, Mutation, Personal, Record, Stamps};
 use crate::store::{Key, Store};
 
 pub const LIST: &str = "PRODUCT";

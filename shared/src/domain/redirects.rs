@@ -7,7 +7,6 @@
 //! get a 404. After its expiry it is a 404 too; DynamoDB's time to live removes
 //! it later.
 
-use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use validator::Validate;
@@ -16,7 +15,7 @@ use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::ids::{self, Timestamp, WorkspaceId};
 use crate::keys;
-use crate::record::{self, Mutation, Record, Stamps};
+use crate::record::{self, Mutation, Personal, Record, Stamps};
 use crate::store::{Key, Store};
 
 /// The largest payload, as JSON.

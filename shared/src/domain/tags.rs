@@ -8,7 +8,6 @@
 
 use crate::ids::TagId;
 use crate::patch::Patch;
-use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use validator::Validate;
 
@@ -18,7 +17,7 @@ use crate::ids::WorkspaceId;
 use crate::keys;
 use crate::load::{LineType, Loadable, WithId};
 use crate::page::{CursorPage, CursorPaging, ListPage, Paging, counted_page, cursor_records};
-use crate::record::{self, CommitError, Mutation, Record, Stamps, with_fresh_id};
+use crate::record::{self, CommitError, Mutation, Personal, Record, Stamps, with_fresh_id};
 use crate::store::{Index, Key, Query, SkRange, Store};
 
 /// The counter behind `totalCount`.

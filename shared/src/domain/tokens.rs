@@ -9,7 +9,6 @@
 //! another no scope it does not hold itself, and revokes none that holds
 //! more (docs/design.md, "Scopes").
 
-use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use validator::Validate;
 
@@ -19,7 +18,7 @@ use crate::ids::WorkspaceId;
 use crate::ids::{self, Timestamp};
 use crate::keys;
 use crate::page::{ListPage, Paging, counted_page};
-use crate::record::{self, Mutation, Record, Stamps};
+use crate::record::{self, Mutation, Personal, Record, Stamps};
 use crate::store::{Index, Key, Query, SkRange, Store};
 
 /// A token's secret is a record like any (auth reads it by key alone, below

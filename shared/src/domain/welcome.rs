@@ -12,7 +12,6 @@
 //! message, with `x-welcome-duplicate: true`. A sentinel item per recipient and
 //! content, written in the message's transaction, makes this hold under races.
 
-use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use validator::Validate;
@@ -22,7 +21,7 @@ use crate::domain::contacts::{self, Contact};
 use crate::error::{ApiError, ApiResult};
 use crate::ids::{self, Timestamp, WorkspaceId};
 use crate::keys;
-use crate::record::{self, CommitError, Mutation, Record, Stamps};
+use crate::record::{self, CommitError, Mutation, Personal, Record, Stamps};
 use crate::store::{Key, Store};
 use crate::validate::needs_one_of;
 

@@ -2,7 +2,6 @@
 //! `POST /v3/workspaces` (admin, an extension of the spec) creates one together
 //! with its first token, in one transaction.
 
-use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use validator::Validate;
 
@@ -11,7 +10,7 @@ use crate::domain::tokens::{self, IssuedToken};
 use crate::error::{ApiError, ApiResult};
 use crate::ids::{self, Timestamp, WorkspaceId};
 use crate::keys;
-use crate::record::{self, Mutation, Record, Stamps, with_fresh_id};
+use crate::record::{self, Mutation, Personal, Record, Stamps, with_fresh_id};
 use crate::store::{Key, Store};
 
 /// The workspace `crm serve` and `crm bootstrap` create on an empty store.

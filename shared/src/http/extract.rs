@@ -161,6 +161,15 @@ impl<S: Send + Sync, P: PathParam> FromRequestParts<S> for InPath<P> {
     }
 }
 
+/// The positive whole number of path parameter `param`, or its 400: how
+/// every numeric id of a path is read.
+pub fn positive_id(raw: &str, param: &'static str) -> Result<u64, ApiError> {
+    raw.parse::<u64>()
+        .ok()
+        .filter(|&id| id > 0)
+        .ok_or_else(|| ApiError::field(param, "must be a positive whole number"))
+}
+
 /// Declares a [`PathParam`] that is a positive whole number (and, after its name, the
 /// answers it may get early, when not only a 400).
 #[macro_export]
@@ -176,10 +185,7 @@ macro_rules! numeric_path_param {
             const ERRORS: &'static [(u16, &'static str)] = $errors;
             type Value = u64;
             fn parse(raw: &str) -> Result<u64, $crate::ApiError> {
-                raw.parse::<u64>()
-                    .ok()
-                    .filter(|&id| id > 0)
-                    .ok_or_else(|| $crate::ApiError::field($param, "must be a positive whole number"))
+                $crate::http::positive_id(raw, $param)
             }
             fn schema() -> serde_json::Value {
                 $crate::http::openapi::id_schema()
@@ -305,11 +311,7 @@ macro_rules! typed_path_id {
             const ERRORS: &'static [(u16, &'static str)] = NumericId::ERRORS;
             type Value = $id;
             fn parse(raw: &str) -> Result<$id, ApiError> {
-                raw.parse::<u64>()
-                    .ok()
-                    .filter(|&id| id > 0)
-                    .map(<$id>::from)
-                    .ok_or_else(|| ApiError::field($param, "must be a positive whole number"))
+                positive_id(raw, $param).map(<$id>::from)
             }
             fn schema() -> serde_json::Value {
                 NumericId::schema()

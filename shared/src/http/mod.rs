@@ -30,7 +30,7 @@ pub use bounds::MAX_URI;
 pub use create::Create;
 pub use extract::{
     Body, Ctx, Grouped, InPath, MaybeBody, NumericId, Params, PathId, PathKey, PathParam, TextId,
-    path_param,
+    path_param, positive_id,
 };
 pub use guard::Meter;
 

@@ -48,14 +48,13 @@ mod seal;
 pub use claim::{Claim, ReadBackRule, finish, scope, stopped};
 pub use seal::Sealer;
 
-use crate::record::Personal;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ApiError, ApiResult};
 use crate::ids::{self, Timestamp, WorkspaceId, sha256_hex};
 use crate::keys;
-use crate::record::{self, Record};
+use crate::record::{self, Personal, Record};
 use crate::store::{Condition, Key, Store, StoreError, Write};
 
 /// How long a key is remembered.
@@ -135,7 +134,8 @@ pub struct IdempotencyRecord {
 
 impl Record for IdempotencyRecord {
     const TYPE: &'static str = "IdempotencyKey";
-    /// The kept answer, sealed, may hold anyone's data (`idempotency::erased_over` drops it); its marks are digests.
+    /// The kept answer, sealed, may hold anyone's data (`erased_over` drops
+    /// it); its marks are digests.
     const PERSONAL: Personal = Personal {
         fields: &["sealed"],
         copies: &[],

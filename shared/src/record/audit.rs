@@ -2,10 +2,9 @@
 //! token id), what (action, resource, id), when, and the request id that ties
 //! the entry to the request log. Listing entries is `crate::domain::audit`.
 
-use super::Personal;
 use serde::{Deserialize, Serialize};
 
-use super::{Record, Stamps};
+use super::{Personal, Record, Stamps};
 use crate::auth::Caller;
 use crate::ids;
 use crate::ids::WorkspaceId;

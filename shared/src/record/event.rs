@@ -9,11 +9,10 @@
 //! an earlier cursor can still appear, and a client that follows the feed
 //! with `after=<cursor>` never skips one.
 
-use super::Personal;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{Record, Stamps};
+use super::{Personal, Record, Stamps};
 use crate::auth::Caller;
 use crate::ids::{self, Timestamp, WorkspaceId};
 use crate::keys;
@@ -82,7 +81,8 @@ pub struct StoredEvent {
 
 impl Record for StoredEvent {
     const TYPE: &'static str = "Event";
-    /// Its data are copies of the record changed (`contacts::erase` scrubs a contact's down to its id).
+    /// Its data are copies of the record changed (`contacts::erase` scrubs
+    /// a contact's down to its id).
     const PERSONAL: Personal = Personal {
         fields: &[],
         copies: &["data"],

@@ -1,6 +1,5 @@
 //! Checkout links: create, read, deactivate, complete (see the module above).
 
-use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use validator::Validate;
 
@@ -9,7 +8,7 @@ use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::ids::{self, Timestamp, WorkspaceId};
 use crate::keys;
-use crate::record::{self, Mutation, Record, Stamps, with_fresh_id};
+use crate::record::{self, Mutation, Personal, Record, Stamps, with_fresh_id};
 use crate::store::{Key, Store};
 
 const WHAT: &str = "checkout link";

@@ -1,6 +1,5 @@
 //! Orders: what a completed checkout link becomes. Listed newest first.
 
-use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 
 use crate::auth::Caller;
@@ -8,7 +7,7 @@ use crate::error::ApiResult;
 use crate::ids::WorkspaceId;
 use crate::keys;
 use crate::page::{ListPage, Paging, counted_page};
-use crate::record::{Record, Stamps};
+use crate::record::{Personal, Record, Stamps};
 use crate::store::{Index, Key, Query, SkRange, Store};
 
 /// The counter behind `totalCount`.

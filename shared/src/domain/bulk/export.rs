@@ -1,7 +1,6 @@
 //! Bulk exports: every record of an object (within the filters), in key
 //! order, as CSV or JSON lines, written page by page in parts.
 
-use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use validator::Validate;
@@ -17,7 +16,7 @@ use crate::files::{FileWriter, Files};
 use crate::ids::{self, Timestamp, WorkspaceId};
 use crate::keys;
 use crate::queue::{JobMessage, JobQueue};
-use crate::record::{self, Mutation, Record, Stamps};
+use crate::record::{self, Mutation, Personal, Record, Stamps};
 use crate::store::{Index, Item, Query, SkRange, Store, TYPE};
 
 /// The kind of job message of a bulk export.

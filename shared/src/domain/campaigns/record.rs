@@ -1,12 +1,11 @@
 //! The stored campaign (the spec's Campaign) and its lifecycle.
 
-use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::ids::{self, CampaignId, Timestamp, WorkspaceId};
 use crate::keys;
-use crate::record::{Record, Stamps};
+use crate::record::{Personal, Record, Stamps};
 use crate::store::Key;
 
 /// The life of a campaign. `draft` and `scheduled` are edited; the messaging

@@ -1,6 +1,5 @@
 //! The stored contact, its key and index attributes, and its index items.
 
-use crate::record::Personal;
 use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
@@ -8,7 +7,7 @@ use serde_json::{Map, Value};
 
 use crate::ids::WorkspaceId;
 use crate::keys;
-use crate::record::{Record, Stamps};
+use crate::record::{Personal, Record, Stamps};
 use crate::store::{Item, Key};
 use crate::text;
 
@@ -168,7 +167,8 @@ impl Record for Contact {
         crate::record::as_event_object(crate::domain::contacts::ContactV3::from(self.clone()))
     }
     const TYPE: &'static str = "Contact";
-    /// All a contact says is the person's but where they came from (a channel, counted by reports) and its tombstone's mark.
+    /// All a contact says is the person's, but where they came from (a
+    /// channel, counted by reports) and its tombstone's mark.
     const PERSONAL: Personal = Personal {
         fields: &[
             "_id",

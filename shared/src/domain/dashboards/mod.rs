@@ -7,19 +7,17 @@
 //! records), then `done` with `data`, `processedAt`, `processedTimeInMs` and
 //! `totalTimeInMs`. Snapshots are listed newest first.
 
-use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use validator::Validate;
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
-use crate::ids::{self, Timestamp};
-use crate::ids::{DashboardId, WorkspaceId};
+use crate::ids::{self, DashboardId, Timestamp, WorkspaceId};
 use crate::keys;
 use crate::page::{ListPage, Paging, counted_page};
 use crate::queue::{JobMessage, JobQueue};
-use crate::record::{self, Mutation, Record, Stamps, with_fresh_id};
+use crate::record::{self, Mutation, Personal, Record, Stamps, with_fresh_id};
 use crate::store::{Index, Key, Query, SkRange, Store};
 
 mod compute;

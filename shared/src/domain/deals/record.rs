@@ -1,6 +1,5 @@
 //! The stored deal and its parts.
 
-use crate::record::Personal;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -11,7 +10,7 @@ use crate::domain::contacts::Contact;
 use crate::ids::{self, Timestamp};
 use crate::ids::{ContactId, DealId, WorkspaceId};
 use crate::keys;
-use crate::record::{Record, Stamps};
+use crate::record::{Personal, Record, Stamps};
 use crate::store::Key;
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, schemars::JsonSchema)]

@@ -11,7 +11,6 @@
 
 mod worker;
 
-use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use validator::Validate;
@@ -22,7 +21,7 @@ use crate::ids;
 use crate::ids::WorkspaceId;
 use crate::keys;
 use crate::queue::{JobMessage, JobQueue};
-use crate::record::{self, Mutation, Record, Stamps};
+use crate::record::{self, Mutation, Personal, Record, Stamps};
 use crate::store::{Key, Store};
 
 pub use worker::process;

@@ -11,15 +11,13 @@
 mod load;
 mod read;
 
-use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use validator::Validate;
 
 use crate::error::ApiResult;
-use crate::ids::{self, Timestamp};
-use crate::ids::{ConversationId, OrganizationId, WorkspaceId};
+use crate::ids::{self, ConversationId, OrganizationId, Timestamp, WorkspaceId};
 use crate::keys;
-use crate::record::{self, Mutation, Record, Stamps, Versioned};
+use crate::record::{self, Mutation, Personal, Record, Stamps, Versioned};
 use crate::store::Store;
 use crate::store::{Item, Key};
 

@@ -1,14 +1,13 @@
 //! The stored session, the body that brings one in, and the metrics the
 //! service computes from its times (never taken from the client).
 
-use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use validator::Validate;
 
 use crate::ids::{self, Timestamp, WorkspaceId};
 use crate::keys;
-use crate::record::{Record, Stamps};
+use crate::record::{Personal, Record, Stamps};
 use crate::store::Key;
 
 /// What happened in a session, in order.
@@ -192,7 +191,8 @@ impl Record for Session {
         "upserted"
     }
     const TYPE: &'static str = "Session";
-    /// The contact's phone and a call (its recording, its number) are theirs; an operator's summary may name them.
+    /// The contact's phone and a call (its recording, its number) are
+    /// theirs; an operator's summary may name them.
     const PERSONAL: Personal = Personal {
         fields: &["conversation.contactPhone", "call"],
         copies: &["summary"],

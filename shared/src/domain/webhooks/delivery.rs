@@ -7,7 +7,6 @@
 //! moves the version when it drops the answers kept on a delivery
 //! (`contacts::erase`).
 
-use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 
 use super::record::Webhook;
@@ -15,7 +14,7 @@ use crate::error::ApiResult;
 use crate::ids::{self, Timestamp, WorkspaceId};
 use crate::keys;
 use crate::queue::JobMessage;
-use crate::record::{self, Event, Record, to_item};
+use crate::record::{self, Event, Personal, Record, to_item};
 use crate::store::{Condition, Key, Store, StoreError, Write};
 
 /// The kind of a delivery's queue message.

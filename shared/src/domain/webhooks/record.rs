@@ -2,7 +2,6 @@
 //! whose reads they are (its [`Owner`]), and the secrets that sign them.
 
 use crate::patch::Patch;
-use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use validator::Validate;
 
@@ -10,7 +9,7 @@ use crate::auth::{Identity, Scope};
 use crate::domain::events::{self, TypeFilter};
 use crate::ids::{self, Timestamp, WorkspaceId};
 use crate::keys;
-use crate::record::{Event, Record, Stamps};
+use crate::record::{Event, Personal, Record, Stamps};
 use crate::store::Key;
 
 /// The prefix of an endpoint's id.

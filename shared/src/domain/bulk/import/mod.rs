@@ -2,7 +2,6 @@
 
 mod run;
 
-use crate::record::Personal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use validator::Validate;
@@ -18,7 +17,7 @@ use crate::files::{Files, MAX_IMPORT_BYTES};
 use crate::ids::{self, WorkspaceId};
 use crate::keys;
 use crate::queue::{JobMessage, JobQueue};
-use crate::record::{self, Mutation, Record, Stamps};
+use crate::record::{self, Mutation, Personal, Record, Stamps};
 use crate::store::{Item, Key, PK, SK, Store};
 
 pub use run::{Run, WINDOW, process};

@@ -16,7 +16,6 @@
 //! background. A message sent before the first step, due a little later,
 //! finishes a merge whose request died on the way.
 
-use crate::record::Personal;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -32,7 +31,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::ids::{self, WorkspaceId};
 use crate::keys;
 use crate::queue::{JobMessage, JobQueue};
-use crate::record::{self, Mutation, Record, Stamps, changed_meanwhile, retrying};
+use crate::record::{self, Mutation, Personal, Record, Stamps, changed_meanwhile, retrying};
 use crate::store::Store;
 use steps::{absorb, left_to_move};
 
