@@ -28,7 +28,8 @@ const TOKEN: &str = "crm_bench_gate_token_0123456789";
 
 #[derive(Parser)]
 struct Args {
-    /// What one request is: get, list, create or batch (100 creates).
+    /// What one request is: get, list, create or batch (100 creates of
+    /// tags); contacts-batch (100 creates of contacts) for profiles.
     kind: String,
     /// Requests measured.
     #[arg(long, default_value_t = 20)]
@@ -87,7 +88,25 @@ async fn one(app: &App, kind: &str, i: u32) {
                 StatusCode::OK,
             )
         }
-        other => panic!("no kind {other}: get, list, create or batch"),
+        // Not gated: the workload of a profile of issue #45's batch goal
+        // (contacts with phones, as `bench-batch` sends them).
+        "contacts-batch" => {
+            let operations: Vec<String> = (0..100)
+                .map(|n| {
+                    format!(
+                        r#"{{"op":"create","data":{{"name":"Contact {i} {n}","phone":"+55 11 9{:08}"}}}}"#,
+                        i * 100 + n
+                    )
+                })
+                .collect();
+            (
+                "POST",
+                "/v3/contacts/batch".to_owned(),
+                format!(r#"{{"operations":[{}]}}"#, operations.join(",")),
+                StatusCode::OK,
+            )
+        }
+        other => panic!("no kind {other}: get, list, create, batch or contacts-batch"),
     };
     let status = call(app, method, &path, body).await;
     assert_eq!(status, expect, "{kind} {path}");
@@ -138,7 +157,7 @@ async fn setup() -> App {
     let page: serde_json::Value = serde_json::from_slice(&bytes).expect("JSON");
     app.tag
         .push_str(page["data"][0]["id"].as_str().expect("a tag"));
-    for kind in ["get", "list", "create", "batch"] {
+    for kind in ["get", "list", "create", "batch", "contacts-batch"] {
         one(&app, kind, 9999).await;
     }
     app

@@ -360,8 +360,9 @@ impl<'a> Mutation<'a> {
             .retain(|(w, _)| !matches!(w, Write::Add { delta: 0, .. }));
         // Within a batch, with the other operations' commits ([`super::sharing`]).
         if super::sharing::active() && self.writes.len() < crate::store::MAX_TRANSACTION_ITEMS {
+            // A copy: the writes stay here for a commit alone.
             let writes: Vec<Write> = self.writes.iter().map(|(w, _)| w.clone()).collect();
-            match super::sharing::offer(store, &writes, resource_id).await {
+            match super::sharing::offer(store, writes, resource_id).await {
                 Some(super::sharing::Outcome::Landed) => {
                     super::marks::landed();
                     return Ok(());

@@ -119,17 +119,18 @@ pub(super) fn active() -> bool {
 }
 
 /// Hands the commit of `writes` (of `resource_id`) to the wave this task's
-/// operation belongs to, and waits for it; `None` outside a wave.
+/// operation belongs to, and waits for it; `None` outside a wave. The
+/// writes are the caller's copy: it keeps its own for [`Outcome::Alone`].
 pub(super) async fn offer(
     store: &dyn Store,
-    writes: &[Write],
+    writes: Vec<Write>,
     resource_id: &str,
 ) -> Option<Outcome> {
     let (sharing, order) = SHARING.try_with(|(s, order)| (s.clone(), *order)).ok()?;
     let (reply, outcome) = oneshot::channel();
     let ready = sharing.stopped(Some(Waiting {
         order,
-        writes: writes.to_vec(),
+        writes,
         resource_id: resource_id.to_owned(),
         reply,
     }));

@@ -301,24 +301,25 @@ where
                     .iter()
                     .enumerate()
                     .map(|(order, raw)| {
+                        // Boxed where it is made: a domain operation's
+                        // future is tens of KB, and every layer that awaits
+                        // it (the wave, the sharing scope, a mark) would
+                        // otherwise copy it (a third of a batch's
+                        // instructions were those copies).
                         let applied = match from_value::<Operation<K, D>>(raw) {
                             Err(e) => Err(e),
-                            Ok(op) => Ok(apply(op)),
+                            Ok(op) => Ok(Box::pin(apply(op))),
                         };
                         let sharing = &sharing;
                         async move {
                             match applied {
                                 Err(e) => sharing.run(store, order, async { Err(e) }).await,
                                 // A domain function names the body's fields: they are in `data`.
-                                // An import's row commits with its mark; a
-                                // request's operation runs as it is (its
-                                // future neither wrapped nor made larger: the
-                                // import's is boxed).
+                                // An import's row commits with its mark.
                                 Ok(running) => match marks {
                                     None => sharing.run(store, order, running).await,
                                     Some(m) => {
-                                        let marked =
-                                            Box::pin(marked(mark_of(m, start + order), running));
+                                        let marked = marked(mark_of(m, start + order), running);
                                         sharing.run(store, order, marked).await
                                     }
                                 }
