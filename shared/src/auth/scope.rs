@@ -14,61 +14,44 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::ApiError;
 
-/// The resource groups scopes are given for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Resource {
-    Contacts,
-    Deals,
-    Tags,
-    Products,
-    Campaigns,
-    Reports,
-    Dashboards,
-    CustomFields,
-    BusinessHours,
-    Workspaces,
-    ApiTokens,
-    Audit,
-    Events,
-    Webhooks,
+/// Declares [`Resource`], its `ALL` and its `name()` from one list, so a
+/// new group's scope resource is one line.
+macro_rules! resources {
+    ($($variant:ident => $name:literal,)+) => {
+        /// The resource groups scopes are given for.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Resource {
+            $($variant,)+
+        }
+
+        impl Resource {
+            pub const ALL: &[Resource] = &[$(Resource::$variant,)+];
+
+            /// Its name in a scope (`custom-fields:read`).
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Resource::$variant => $name,)+
+                }
+            }
+        }
+    };
 }
 
-impl Resource {
-    pub const ALL: [Resource; 14] = [
-        Resource::Contacts,
-        Resource::Deals,
-        Resource::Tags,
-        Resource::Products,
-        Resource::Campaigns,
-        Resource::Reports,
-        Resource::Dashboards,
-        Resource::CustomFields,
-        Resource::BusinessHours,
-        Resource::Workspaces,
-        Resource::ApiTokens,
-        Resource::Audit,
-        Resource::Events,
-        Resource::Webhooks,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Resource::Contacts => "contacts",
-            Resource::Deals => "deals",
-            Resource::Tags => "tags",
-            Resource::Products => "products",
-            Resource::Campaigns => "campaigns",
-            Resource::Reports => "reports",
-            Resource::Dashboards => "dashboards",
-            Resource::CustomFields => "custom-fields",
-            Resource::BusinessHours => "business-hours",
-            Resource::Workspaces => "workspaces",
-            Resource::ApiTokens => "api-tokens",
-            Resource::Audit => "audit",
-            Resource::Events => "events",
-            Resource::Webhooks => "webhooks",
-        }
-    }
+resources! {
+    Contacts => "contacts",
+    Deals => "deals",
+    Tags => "tags",
+    Products => "products",
+    Campaigns => "campaigns",
+    Reports => "reports",
+    Dashboards => "dashboards",
+    CustomFields => "custom-fields",
+    BusinessHours => "business-hours",
+    Workspaces => "workspaces",
+    ApiTokens => "api-tokens",
+    Audit => "audit",
+    Events => "events",
+    Webhooks => "webhooks",
 }
 
 /// One scope a token holds.
@@ -96,7 +79,7 @@ impl Scope {
             Scope::WriteAll,
             Scope::EraseContacts,
         ];
-        for resource in Resource::ALL {
+        for &resource in Resource::ALL {
             all.extend([Scope::Read(resource), Scope::Write(resource)]);
         }
         all
