@@ -301,31 +301,16 @@ pub type PathId = InPath<NumericId>;
 /// snapshots): `InPath(id): PathKey`.
 pub type PathKey = InPath<TextId>;
 
-/// An id type's `{id}` (or the named parameter) of a path, as
+/// An id type's `{id}` (or the parameter its declaration names), as
 /// [`NumericId`] reads it and typed: `InPath(id): InPath<DealId>`.
-macro_rules! typed_path_id {
-    ($($id:ty),*) => {$( typed_path_id!($id as "id"); )*};
-    ($id:ty as $param:literal) => {
-        impl PathParam for $id {
-            const NAME: &'static str = $param;
-            const ERRORS: &'static [(u16, &'static str)] = NumericId::ERRORS;
-            type Value = $id;
-            fn parse(raw: &str) -> Result<$id, ApiError> {
-                positive_id(raw, $param).map(<$id>::from)
-            }
-            fn schema() -> serde_json::Value {
-                NumericId::schema()
-            }
-        }
-    };
+impl<Id: crate::ids::IdType> PathParam for Id {
+    const NAME: &'static str = Id::PATH_PARAM;
+    const ERRORS: &'static [(u16, &'static str)] = NumericId::ERRORS;
+    type Value = Id;
+    fn parse(raw: &str) -> Result<Id, ApiError> {
+        positive_id(raw, Id::PATH_PARAM).map(Id::from)
+    }
+    fn schema() -> serde_json::Value {
+        NumericId::schema()
+    }
 }
-
-typed_path_id!(
-    crate::ids::DealId,
-    crate::ids::TagId,
-    crate::ids::CampaignId,
-    crate::ids::ProductId,
-    crate::ids::CustomFieldId,
-    crate::ids::BusinessHourId
-);
-typed_path_id!(crate::ids::DashboardId as "dashboardId");

@@ -91,6 +91,9 @@ pub fn padded(id: u64) -> String {
 /// (docs, `#[schemars(inline)]`) pass through.
 macro_rules! id_type {
     ($(#[$meta:meta])* $name:ident) => {
+        id_type!($(#[$meta])* $name as "id");
+    };
+    ($(#[$meta:meta])* $name:ident as $param:literal) => {
         #[derive(
             Debug,
             Clone,
@@ -126,7 +129,19 @@ macro_rules! id_type {
                 self.0.fmt(f)
             }
         }
+
+        impl IdType for $name {
+            const PATH_PARAM: &'static str = $param;
+        }
     };
+}
+
+/// A numeric id type, as [`id_type!`] declares it. Its path parameter
+/// (`{id}`, or the name given with `as`) is read by `InPath<ItsType>`
+/// (`crate::http::PathParam` is implemented for every one), so a new id
+/// type is one declaration here and nothing in the HTTP layer.
+pub trait IdType: From<u64> + Copy {
+    const PATH_PARAM: &'static str;
 }
 
 id_type!(
@@ -166,7 +181,7 @@ id_type!(
 id_type!(
     /// A dashboard's id.
     #[schemars(inline)]
-    DashboardId
+    DashboardId as "dashboardId"
 );
 
 id_type!(
