@@ -14,10 +14,16 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::ApiError;
 
-/// Declares [`Resource`], its `ALL` and its `name()` from one list, so a
-/// new group's scope resource is one line.
+/// Declares [`Resource`] (its `ALL`, its `name()`) and the events each
+/// group's records make, from one list: a new group's scope resource and
+/// event types are one entry, and the scope that reads an event cannot be
+/// forgotten (an event carries its record, so reading it takes its
+/// group's read scope; `crate::domain::events` filters the feed and the
+/// webhooks by it).
 macro_rules! resources {
-    ($($variant:ident => $name:literal,)+) => {
+    ($($variant:ident => $name:literal {
+        $($event:ident: [$($verb:ident),* $(,)?]),* $(,)?
+    },)+) => {
         /// The resource groups scopes are given for.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub enum Resource {
@@ -26,6 +32,17 @@ macro_rules! resources {
 
         impl Resource {
             pub const ALL: &[Resource] = &[$(Resource::$variant,)+];
+
+            /// Every event type (`contact.created`), by group.
+            pub const EVENT_TYPES: &[&str] = &[
+                $($($(concat!(stringify!($event), ".", stringify!($verb)),)*)*)+
+            ];
+
+            /// Which group reads each event resource (the part of a type
+            /// before the dot).
+            pub const EVENTS_READ_BY: &[(&str, Resource)] = &[
+                $($((stringify!($event), Resource::$variant),)*)+
+            ];
 
             /// Its name in a scope (`custom-fields:read`).
             pub fn name(self) -> &'static str {
@@ -37,21 +54,39 @@ macro_rules! resources {
     };
 }
 
+// Organizations and conversations are shown through contacts, and imports
+// are contacts' (`/v3/contacts/import`); snapshots are dashboards';
+// sessions are reports'; orders, checkout links, welcome messages and churn
+// reasons are the workspace's. `webhook.ping` is sent by a test delivery
+// alone, never stored in the feed.
 resources! {
-    Contacts => "contacts",
-    Deals => "deals",
-    Tags => "tags",
-    Products => "products",
-    Campaigns => "campaigns",
-    Reports => "reports",
-    Dashboards => "dashboards",
-    CustomFields => "custom-fields",
-    BusinessHours => "business-hours",
-    Workspaces => "workspaces",
-    ApiTokens => "api-tokens",
-    Audit => "audit",
-    Events => "events",
-    Webhooks => "webhooks",
+    Contacts => "contacts" {
+        contact: [created, updated, merged, erased],
+        import: [created, completed],
+        organization: [created, updated],
+        conversation: [created, updated],
+    },
+    Deals => "deals" { deal: [created, updated, won, lost, reopened] },
+    Tags => "tags" { tag: [created, updated, deleted] },
+    Products => "products" { product: [created, updated] },
+    Campaigns => "campaigns" {
+        campaign: [created, updated, scheduled, started, paused, finished, canceled, failed],
+    },
+    Reports => "reports" { session: [upserted] },
+    Dashboards => "dashboards" { dashboard: [created], snapshot: [created, updated] },
+    CustomFields => "custom-fields" { customField: [created, updated] },
+    BusinessHours => "business-hours" { businessHour: [created, updated] },
+    Workspaces => "workspaces" {
+        workspace: [created, updated],
+        checkoutLink: [created, updated],
+        order: [created],
+        welcomeMessage: [created],
+        churnReason: [created, deleted],
+    },
+    ApiTokens => "api-tokens" { apiToken: [created, deleted] },
+    Audit => "audit" {},
+    Events => "events" {},
+    Webhooks => "webhooks" { webhook: [created, updated, deleted, disabled, enabled, ping] },
 }
 
 /// One scope a token holds.

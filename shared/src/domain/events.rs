@@ -30,91 +30,40 @@ use crate::record::{self, Record, from_item};
 use crate::store::{Index, Item, Key, PK, SK, SkRange, Store};
 
 /// Every event type (docs/design.md#events lists them with what makes
-/// them). A filter that names another is refused: a typo would match nothing.
-pub const TYPES: &[&str] = &[
-    "contact.created",
-    "contact.updated",
-    "contact.merged",
-    "contact.erased",
-    "deal.created",
-    "deal.updated",
-    "deal.won",
-    "deal.lost",
-    "deal.reopened",
-    "tag.created",
-    "tag.updated",
-    "tag.deleted",
-    "session.upserted",
-    "campaign.created",
-    "campaign.updated",
-    "campaign.scheduled",
-    "campaign.started",
-    "campaign.paused",
-    "campaign.finished",
-    "campaign.canceled",
-    "campaign.failed",
-    "import.created",
-    "import.completed",
-    "dashboard.created",
-    "snapshot.created",
-    "snapshot.updated",
-    "organization.created",
-    "organization.updated",
-    "conversation.created",
-    "conversation.updated",
-    "product.created",
-    "product.updated",
-    "customField.created",
-    "customField.updated",
-    "businessHour.created",
-    "businessHour.updated",
-    "apiToken.created",
-    "apiToken.deleted",
-    "checkoutLink.created",
-    "checkoutLink.updated",
-    "order.created",
-    "welcomeMessage.created",
-    "churnReason.created",
-    "churnReason.deleted",
-    "workspace.created",
-    "workspace.updated",
-    "webhook.created",
-    "webhook.updated",
-    "webhook.deleted",
-    "webhook.disabled",
-    "webhook.enabled",
-    "webhook.ping",
-];
+/// them), declared with its group's scope resource ([`Resource`]). A filter
+/// that names another is refused: a typo would match nothing.
+pub const TYPES: &[&str] = Resource::EVENT_TYPES;
 
 /// Which scope group reads the records of each event resource (the part of
 /// a type before the dot): an event carries its record, so reading it takes
 /// that group's read scope (`contacts:read`, or its `:write`, `*:read`,
-/// `*:write`, `admin`). Organizations and conversations are shown through
-/// contacts; imports are contacts' (`/v3/contacts/import`); snapshots are
-/// dashboards'; sessions are reports'; orders, checkout links, welcome
-/// messages and churn reasons are the workspace's (`workspaces:read`).
-pub const READ_BY: &[(&str, Resource)] = &[
-    ("contact", Resource::Contacts),
-    ("import", Resource::Contacts),
-    ("organization", Resource::Contacts),
-    ("conversation", Resource::Contacts),
-    ("deal", Resource::Deals),
-    ("tag", Resource::Tags),
-    ("session", Resource::Reports),
-    ("campaign", Resource::Campaigns),
-    ("dashboard", Resource::Dashboards),
-    ("snapshot", Resource::Dashboards),
-    ("product", Resource::Products),
-    ("customField", Resource::CustomFields),
-    ("businessHour", Resource::BusinessHours),
-    ("apiToken", Resource::ApiTokens),
-    ("checkoutLink", Resource::Workspaces),
-    ("order", Resource::Workspaces),
-    ("welcomeMessage", Resource::Workspaces),
-    ("churnReason", Resource::Workspaces),
-    ("workspace", Resource::Workspaces),
-    ("webhook", Resource::Webhooks),
-];
+/// `*:write`, `admin`). Declared with the types ([`Resource`]).
+pub const READ_BY: &[(&str, Resource)] = Resource::EVENTS_READ_BY;
+
+/// [`READ_BY`] in words, for the feed's description: "`contact.*` and
+/// `import.*` need `contacts:read`; `deal.*` needs `deals:read`; ...".
+pub fn readers() -> String {
+    let mut by_group: Vec<(Resource, Vec<String>)> = Vec::new();
+    for (name, group) in READ_BY {
+        let name = format!("`{name}.*`");
+        match by_group.iter_mut().find(|(g, _)| g == group) {
+            Some((_, names)) => names.push(name),
+            None => by_group.push((*group, vec![name])),
+        }
+    }
+    let clauses: Vec<String> = by_group
+        .into_iter()
+        .map(|(group, mut names)| {
+            let last = names.pop().unwrap_or_default();
+            let (names, verb) = match names.is_empty() {
+                true => (last, "needs"),
+                false => (format!("{} and {last}", names.join(", ")), "need"),
+            };
+            format!("{names} {verb} `{}`", Scope::Read(group))
+        })
+        .collect();
+    clauses.join("; ")
+}
 
 /// The scope that reads events of `kind` (`contact.created`, `deal.*` or
 /// the resource alone): `None` for a resource no table row names, which no
@@ -483,12 +432,18 @@ mod tests {
         for kind in TYPES {
             assert!(read_scope(kind).is_some(), "{kind} has no row in READ_BY");
         }
-        for (resource, _) in READ_BY {
+        for (i, (resource, _)) in READ_BY.iter().enumerate() {
             assert!(
                 TYPES.iter().any(|t| t.split('.').next() == Some(*resource)),
                 "{resource} makes no event"
             );
+            assert!(
+                !READ_BY[..i].iter().any(|(r, _)| r == resource),
+                "{resource} is read by two groups"
+            );
         }
+        let unique: std::collections::BTreeSet<_> = TYPES.iter().collect();
+        assert_eq!(unique.len(), TYPES.len(), "a type declared twice");
     }
 
     #[test]
