@@ -5,6 +5,7 @@
 pub mod auth;
 pub mod config;
 pub mod context;
+pub mod deploy;
 pub mod domain;
 pub mod error;
 pub mod files;

@@ -10,6 +10,45 @@ pub(crate) mod model;
 use api_tests::serde_json::json;
 use model::{cdk, from_cdk, from_sam, sam};
 
+/// Every function as its code declares it (`shared::deploy`): the groups'
+/// `deployed(...)` and the workers' `function()`.
+fn declared_functions() -> Vec<shared::deploy::Function> {
+    let mut functions: Vec<_> = crm::groups()
+        .iter()
+        .map(|group| {
+            group.function().cloned().unwrap_or_else(|| {
+                panic!(
+                    "group {} declares no Lambda function (Group::deployed)",
+                    group.name
+                )
+            })
+        })
+        .collect();
+    functions.extend([
+        job_worker::function(),
+        webhook_dispatcher::function(),
+        webhook_sender::function(),
+    ]);
+    functions
+}
+
+/// infra/functions.json, the CDK app's list of functions, is made from the
+/// declarations in the code; the SAM template is held to the CDK app below.
+#[test]
+fn the_cdk_function_list_is_generated_from_the_code() {
+    let path = model::root().join("infra/functions.json");
+    let generated = api_tests::serde_json::to_string_pretty(&declared_functions()).unwrap() + "\n";
+    if std::env::var_os("UPDATE_INFRA").is_some() {
+        std::fs::write(&path, &generated).expect("infra/functions.json written");
+    }
+    let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        checked_in == generated,
+        "infra/functions.json is not what the code declares; run \
+         `UPDATE_INFRA=1 cargo test -p api-tests --test api cdk::` and commit it"
+    );
+}
+
 #[test]
 fn cdk_and_sam_describe_the_same_stack() {
     let Some(cdk) = cdk() else { return };

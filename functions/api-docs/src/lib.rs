@@ -37,6 +37,7 @@ pub const DOCUMENT: &str = include_str!("../../../docs/openapi.json");
 
 pub fn group() -> Group {
     Group::new("api-docs")
+        .deployed("/openapi.json, /docs", |f| f)
         .get("/openapi.json", document)
         .summary("The OpenAPI 3.1 document of this API")
         .extension()

@@ -3,12 +3,14 @@
 
 use axum::Json;
 use shared::auth::{Need, Resource};
+use shared::deploy::{READ, WRITE};
 use shared::domain::tokens::{self, IssuedToken, TokenCreate, TokenView};
 use shared::http::{Body, Created, Ctx, Group, InPath, Params, PathKey, Reply, created};
 use shared::page::{ListPage, OffsetQuery};
 
 pub fn group() -> Group {
     Group::new("api-tokens")
+        .deployed("/v3/api-tokens", |f| f.actions(&[READ, WRITE]))
         .scoped(Resource::ApiTokens)
         .post("/v3/api-tokens", create)
         .summary("Create an API token (the secret is shown once)")

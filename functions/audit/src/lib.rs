@@ -2,12 +2,16 @@
 
 use axum::Json;
 use shared::auth::{Need, Resource};
+use shared::deploy::{BATCH, READ};
 use shared::domain::audit::{self, AuditEntry};
 use shared::http::{Ctx, Group, InPath, Params, PathKey, Reply};
 use shared::page::{ListPage, OffsetQuery};
 
 pub fn group() -> Group {
     Group::new("audit")
+        .deployed("/v3/audit (reads only)", |f| {
+            f.actions(&[READ, BATCH]).index()
+        })
         .scoped(Resource::Audit)
         .get("/v3/audit", list)
         .summary("List the workspace's audit entries, newest first")

@@ -9,12 +9,18 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use shared::ApiError;
 use shared::auth::Need;
+use shared::deploy::{Files, Queue, READ, WRITE};
 use shared::domain::bulk::import::ErrorsQuery;
 use shared::domain::bulk::{ExportCreate, ExportView, ImportCreate, ImportView, export, import};
 use shared::http::{Body, Created, Ctx, Group, InPath, Params, PathKey, Reply, created};
 
 pub fn group() -> Group {
     Group::new("bulk")
+        .deployed("/v3/imports and /v3/exports (bulk files as jobs)", |f| {
+            f.actions(&[READ, WRITE])
+                .sends(Queue::Jobs)
+                .files(Files::Presign)
+        })
         .post("/v3/imports", create_import)
         .reads_back("/v3/imports/{id}")
         .summary("Make an import job: PUT its file to `uploadUrl`, then start it")

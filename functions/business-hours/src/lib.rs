@@ -2,6 +2,7 @@
 
 use axum::Json;
 use shared::auth::Resource;
+use shared::deploy::READ;
 use shared::domain::business_hours::{self, BusinessHourView};
 use shared::http::{Ctx, Group, InPath, Params, Reply};
 use shared::ids::BusinessHourId;
@@ -9,6 +10,7 @@ use shared::page::{ListPage, OffsetQuery};
 
 pub fn group() -> Group {
     Group::new("business-hours")
+        .deployed("/v3/business-hours (reads only)", |f| f.actions(&[READ]))
         .scoped(Resource::BusinessHours)
         .get("/v3/business-hours", list)
         .summary("List business hours")

@@ -3,6 +3,7 @@
 
 use axum::Json;
 use shared::auth::Resource;
+use shared::deploy::{BATCH, READ, WRITE};
 use shared::domain::campaigns::{
     self, Action, Campaign, CampaignPatch, CampaignQuery, ResultsReport,
 };
@@ -14,6 +15,10 @@ use shared::page::ListPage;
 
 pub fn group() -> Group {
     Group::new("campaigns")
+        .deployed(
+            "/v3/campaigns (the list, drafts, lifecycle, results)",
+            |f| f.actions(&[READ, BATCH, WRITE]),
+        )
         .scoped(Resource::Campaigns)
         .get("/v3/campaigns", list)
         .summary("List campaigns (name, channelId, status)")

@@ -4,6 +4,7 @@
 use axum::Json;
 use shared::ApiError;
 use shared::auth::{Need, Resource, Scope};
+use shared::deploy::{BATCH, Queue, READ, WRITE};
 use shared::domain::batch::{self, BatchAnswer, BatchRequest, ContactOp};
 use shared::domain::contacts::{
     self, ContactExport, ContactListItem, ContactPatch, ContactPatchV1, ContactQuery, ContactV1,
@@ -20,6 +21,7 @@ use shared::page::{CursorPage, CursorQuery, ListPage};
 
 pub fn group() -> Group {
     Group::new("contacts")
+        .deployed("/v3/contacts and /v1/contacts", |f| f.actions(&[READ, BATCH, WRITE]).index().sends(Queue::Jobs))
         .scoped(Resource::Contacts)
         .get("/v3/contacts", list)
         .summary("List contacts (search, filters, sort)")

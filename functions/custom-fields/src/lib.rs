@@ -2,6 +2,7 @@
 
 use axum::Json;
 use shared::auth::Resource;
+use shared::deploy::READ;
 use shared::domain::custom_fields::{self, CustomFieldV1, CustomFieldView};
 use shared::http::{Ctx, Group, InPath, Params, Reply};
 use shared::ids::CustomFieldId;
@@ -9,6 +10,10 @@ use shared::page::{CursorPage, CursorQuery, ListPage, OffsetQuery};
 
 pub fn group() -> Group {
     Group::new("custom-fields")
+        .deployed(
+            "/v3/custom-fields and /v1/custom-fields (reads only)",
+            |f| f.actions(&[READ]),
+        )
         .scoped(Resource::CustomFields)
         .get("/v3/custom-fields", list)
         .summary("List custom fields")

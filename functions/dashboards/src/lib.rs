@@ -3,6 +3,7 @@
 use axum::Json;
 use shared::ApiError;
 use shared::auth::Resource;
+use shared::deploy::{Queue, READ};
 use shared::domain::dashboards::{self, DashboardCreate, DashboardView, Snapshot, SnapshotCreate};
 use shared::http::{Body, Created, Ctx, Group, InPath, Params, Reply, created};
 use shared::ids::DashboardId;
@@ -10,6 +11,17 @@ use shared::page::{ListPage, OffsetQuery};
 
 pub fn group() -> Group {
     Group::new("dashboards")
+        .deployed("/v3/dashboards and their snapshots", |f| {
+            f.actions(&[
+                READ,
+                &[
+                    "dynamodb:PutItem",
+                    "dynamodb:UpdateItem",
+                    "dynamodb:ConditionCheckItem",
+                ],
+            ])
+            .sends(Queue::Jobs)
+        })
         .scoped(Resource::Dashboards)
         .post("/v3/dashboards", create)
         .reads_back("/v3/dashboards/{id}")

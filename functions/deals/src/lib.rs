@@ -3,6 +3,7 @@
 use axum::Json;
 use shared::ApiError;
 use shared::auth::Resource;
+use shared::deploy::{BATCH, READ, WRITE};
 use shared::domain::batch::{self, BatchAnswer, BatchRequest, DealData, DealOp};
 use shared::domain::deals::{self, DealCreate, DealPatch, DealQuery, DealView};
 use shared::domain::events::{EventPage, HistoryQuery};
@@ -14,6 +15,7 @@ use shared::page::ListPage;
 
 pub fn group() -> Group {
     Group::new("deals")
+        .deployed("/v3/deals", |f| f.actions(&[READ, BATCH, WRITE]).index())
         .scoped(Resource::Deals)
         .get("/v3/deals", list)
         .summary("List deals (flat, nested or JSON filters)")

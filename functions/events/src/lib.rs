@@ -5,11 +5,13 @@ use std::sync::LazyLock;
 
 use axum::Json;
 use shared::auth::Resource;
+use shared::deploy::READ;
 use shared::domain::events::{self, EventPage, EventQuery};
 use shared::http::{Ctx, Group, Params, Reply};
 
 pub fn group() -> Group {
     Group::new("events")
+        .deployed("/v3/events (reads only)", |f| f.actions(&[READ]))
         .scoped(Resource::Events)
         .get("/v3/events", feed)
         .summary("Follow the workspace's events, in the order they happened")

@@ -5,10 +5,25 @@
 //! is idempotent.
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
+use shared::deploy::{BATCH, Files, Function, Queue, READ, Trigger, WRITE};
 use shared::domain::jobs::Env;
 use shared::queue::JobMessage;
 use shared::store::Store;
 use tracing::Instrument;
+
+/// Its Lambda function as the stack declares it (`shared::deploy`).
+pub fn function() -> Function {
+    Function::new(
+        "job-worker",
+        "Runs background jobs such as contact imports and bulk imports and exports (SQS)",
+    )
+    .actions(&[READ, BATCH, WRITE])
+    .index()
+    .timeout(300)
+    .trigger(Trigger::Jobs)
+    .sends(Queue::Jobs)
+    .files(Files::Work)
+}
 
 pub async fn handle(store: &dyn Store, env: Env<'_>, event: SqsEvent) -> SqsBatchResponse {
     let mut response = SqsBatchResponse::default();

@@ -17,6 +17,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use shared::ApiError;
 use shared::auth::{Need, Scope};
+use shared::deploy::{BATCH, READ, WRITE};
 use shared::http::{AppState, Group};
 
 pub use protocol::{Answer, Envelope, JsonRpcRequest, JsonRpcResponse};
@@ -28,6 +29,7 @@ pub const VERSIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
 
 pub fn group() -> Group {
     Group::new("mcp")
+        .deployed("POST /mcp: tools for AI agents over the contacts, deals, tags, reports and events routes", |f| f.actions(&[READ, BATCH, WRITE]).index().timeout(12))
         .post("/mcp", serve)
         .summary("MCP (Streamable HTTP, stateless): tools for AI agents over this API")
         .describe(DESCRIPTION)

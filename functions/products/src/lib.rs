@@ -3,6 +3,7 @@
 
 use axum::Json;
 use shared::auth::Resource;
+use shared::deploy::{READ, WRITE};
 use shared::domain::batch::{self, BatchAnswer, BatchRequest, ProductOp};
 use shared::domain::products::{self, ProductPatch, ProductView};
 use shared::http::{Body, Ctx, Group, InPath, Meter, MultiStatus, Params, Reply};
@@ -11,6 +12,7 @@ use shared::page::{ListPage, OffsetQuery};
 
 pub fn group() -> Group {
     Group::new("products")
+        .deployed("/v3/products", |f| f.actions(&[READ, WRITE]))
         .scoped(Resource::Products)
         .get("/v3/products", list)
         .summary("List products")

@@ -3,11 +3,16 @@
 
 use axum::Json;
 use shared::auth::Resource;
+use shared::deploy::{BATCH, READ, WRITE};
 use shared::domain::sessions::{self, Session, SessionInput, SessionList, SessionQuery};
 use shared::http::{Body, Ctx, Group, Grouped, InPath, PathKey, Reply, Saved};
 
 pub fn group() -> Group {
     Group::new("reports")
+        .deployed(
+            "/v3/reports/sessions (the report, and sessions coming in)",
+            |f| f.actions(&[READ, BATCH, WRITE]),
+        )
         .scoped(Resource::Reports)
         .get("/v3/reports/sessions", list)
         .summary("Report on sessions (every filter, with a summary)")

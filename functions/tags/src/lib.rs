@@ -2,6 +2,7 @@
 
 use axum::Json;
 use shared::auth::Resource;
+use shared::deploy::{READ, WRITE};
 use shared::domain::batch::{self, BatchAnswer, BatchRequest, TagData, TagOp};
 use shared::domain::tags::{self, TagCreate, TagCreateV1, TagPatch, TagPatchV1, TagV1, TagV3};
 use shared::http::{
@@ -13,6 +14,7 @@ use shared::page::{CursorQuery, ListPage, OffsetQuery};
 
 pub fn group() -> Group {
     Group::new("tags")
+        .deployed("/v3/tags and /v1/tags", |f| f.actions(&[READ, WRITE]))
         .scoped(Resource::Tags)
         .get("/v3/tags", list)
         .summary("List tags")

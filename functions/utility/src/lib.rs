@@ -3,6 +3,7 @@
 
 use axum::Json;
 use shared::auth::{Caller, Need, Resource};
+use shared::deploy::{READ, WRITE};
 use shared::domain::billing::{self, OrderView};
 use shared::domain::redirects::{self, RedirectSessionCreate, RedirectSessionView};
 use shared::domain::utility::{self, StoreCheck, Time, UtcTime};
@@ -12,6 +13,10 @@ use shared::page::{ListPage, OffsetQuery};
 
 pub fn group() -> Group {
     Group::new("utility")
+        .deployed(
+            "/v3/time, /v3/test-store, /v3/orders, /v3/redirect-session, /v3/refresh-page",
+            |f| f.actions(&[READ, WRITE]),
+        )
         .scoped(Resource::Workspaces)
         .get("/v3/time", time)
         .summary("The server's local time")

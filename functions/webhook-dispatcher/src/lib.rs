@@ -8,6 +8,7 @@
 //! stream again from there, and what was dispatched already is not
 //! dispatched twice (a delivery is keyed by its event).
 
+use shared::deploy::{Function, Queue, READ, Trigger};
 use std::collections::BTreeMap;
 
 use aws_lambda_events::event::dynamodb::Event as StreamEvent;
@@ -16,6 +17,18 @@ use shared::ids::WorkspaceId;
 use shared::queue::JobQueue;
 use shared::record::{Event, StoredEvent};
 use shared::store::Store;
+
+/// Its Lambda function as the stack declares it (`shared::deploy`).
+pub fn function() -> Function {
+    Function::new(
+        "webhook-dispatcher",
+        "Queues one webhook delivery per new event and matching endpoint (table stream)",
+    )
+    .actions(&[READ, &["dynamodb:PutItem"]])
+    .sends(Queue::Deliveries)
+    .timeout(60)
+    .trigger(Trigger::Stream)
+}
 
 pub async fn handle(
     store: &dyn Store,

@@ -6,9 +6,22 @@
 //! and after five receipts it moves to the dead-letter queue.
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
+use shared::deploy::{BATCH, Function, Queue, READ, Trigger, WRITE};
 use shared::outbound::Settings;
 use shared::queue::{JobMessage, JobQueue};
 use shared::store::Store;
+
+/// Its Lambda function as the stack declares it (`shared::deploy`).
+pub fn function() -> Function {
+    Function::new(
+        "webhook-sender",
+        "Makes webhook deliveries and schedules their retries (SQS)",
+    )
+    .actions(&[READ, BATCH, WRITE])
+    .sends(Queue::Deliveries)
+    .timeout(30)
+    .trigger(Trigger::Deliveries)
+}
 
 pub async fn handle(
     store: &dyn Store,

@@ -5,6 +5,7 @@
 use axum::Json;
 use shared::ApiError;
 use shared::auth::Resource;
+use shared::deploy::{BATCH, Queue, READ, WRITE};
 use shared::domain::events;
 use shared::domain::webhooks::{
     CreatedWebhook, DeliveryPage, DeliveryQuery, DeliveryView, Replay, ReplayRequest,
@@ -16,6 +17,7 @@ use shared::record::Event;
 
 pub fn group() -> Group {
     Group::new("webhooks")
+        .deployed("/v3/webhooks (endpoints, secrets, delivery logs, replays)", |f| f.actions(&[READ, BATCH, WRITE]).sends(Queue::Deliveries).timeout(25))
         .scoped(Resource::Webhooks)
         .post("/v3/webhooks", create)
         .summary("Register a webhook endpoint (its secret is shown once)")

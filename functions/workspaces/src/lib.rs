@@ -7,6 +7,7 @@ mod billing;
 use axum::Json;
 use axum::extract::State;
 use shared::auth::{Need, Resource};
+use shared::deploy::{BATCH, READ, WRITE};
 use shared::domain::churn::{self, AddReasons, ChurnReasonView, ReasonParam};
 use shared::domain::welcome::{self, SendWelcome, WelcomeMessage};
 use shared::domain::workspaces::{
@@ -21,6 +22,10 @@ use shared::ratelimit::Limits;
 
 pub fn group() -> Group {
     Group::new("workspaces")
+        .deployed(
+            "/v3/workspaces (info, welcome messages, checkout links, churn reasons, operators)",
+            |f| f.actions(&[READ, BATCH, WRITE]).checkout(),
+        )
         .scoped(Resource::Workspaces)
         .get("/v3/workspaces/info", info)
         .summary("Read the caller's workspace")

@@ -354,6 +354,8 @@ pub struct Group {
     paths: BTreeMap<&'static str, MethodRouter<AppState>>,
     /// What it POSTs to others (webhooks), for the document.
     outgoing: Vec<outgoing::Outgoing>,
+    /// Its Lambda function ([`Group::deployed`]).
+    function: Option<crate::deploy::Function>,
 }
 
 impl Group {
@@ -364,7 +366,27 @@ impl Group {
             routes: Vec::new(),
             paths: BTreeMap::new(),
             outgoing: Vec::new(),
+            function: None,
         }
+    }
+
+    /// Its Lambda function: what the deployed stack says of it and what it
+    /// may do on AWS (`crate::deploy`; infra/functions.json is made of these).
+    pub fn deployed(
+        mut self,
+        description: &'static str,
+        function: impl FnOnce(crate::deploy::Function) -> crate::deploy::Function,
+    ) -> Self {
+        self.function = Some(function(crate::deploy::Function::new(
+            self.name,
+            description,
+        )));
+        self
+    }
+
+    /// Its Lambda function, as [`Group::deployed`] declared it.
+    pub fn function(&self) -> Option<&crate::deploy::Function> {
+        self.function.as_ref()
     }
 
     /// Its routes need `resource`'s scopes: `<resource>:read` to `GET`,
