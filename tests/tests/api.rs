@@ -36,6 +36,7 @@ mod merge;
 mod once;
 mod openapi;
 mod outreach;
+mod places;
 mod relations;
 mod robustness;
 mod scale;

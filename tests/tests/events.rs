@@ -253,11 +253,11 @@ api_test! {
     }
 }
 
-/// docs/design.md's table of event types ("Events") names every type the
+/// docs/api-contract.md's table of event types ("Events") names every type the
 /// service makes, and no other.
 #[test]
 fn the_docs_list_every_event_type() {
-    let design = include_str!("../../docs/design.md");
+    let design = include_str!("../../docs/api-contract.md");
     let table = design
         .split("| resource | verbs |")
         .nth(1)

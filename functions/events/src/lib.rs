@@ -19,7 +19,7 @@ pub fn group() -> Group {
         .extension()
 }
 
-/// Which scopes decide what the feed answers (docs/design.md, "Events"),
+/// Which scopes decide what the feed answers (docs/api-contract.md, "Events"),
 /// which scope reads which events written from `events::READ_BY`.
 static FEED: LazyLock<String> = LazyLock::new(|| {
     format!(

@@ -29,7 +29,7 @@ use crate::record::event::{Event, SETTLE, StoredEvent};
 use crate::record::{self, Record, from_item};
 use crate::store::{Index, Item, Key, PK, SK, SkRange, Store};
 
-/// Every event type (docs/design.md#events lists them with what makes
+/// Every event type (docs/api-contract.md#events lists them with what makes
 /// them), declared with its group's scope resource ([`Resource`]). A filter
 /// that names another is refused: a typo would match nothing.
 pub const TYPES: &[&str] = Resource::EVENT_TYPES;
