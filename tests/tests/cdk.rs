@@ -5,6 +5,8 @@
 //! resource, from CDK's synthesized CloudFormation (`npm run synth`, which
 //! scripts/test.sh runs) and the SAM template before its transform.
 
+// Its own folder: suites are loaded by `#[path]` (tests/build.rs).
+#[path = "cdk/model.rs"]
 pub(crate) mod model;
 
 use api_tests::serde_json::json;
