@@ -28,6 +28,7 @@ use tower::ServiceExt;
 
 pub use serde_json;
 
+pub mod costs;
 mod fault_proxy;
 pub mod faults;
 pub mod receiver;

@@ -187,3 +187,41 @@ api_test! {
         assert_eq!(app.get("/v3/campaigns").await.expect(200)["totalCount"], 1, "nothing written");
     }
 }
+
+/// What its lists cost, at two sizes of the workspace (tests/tests/costs.rs
+/// has the costs every group shares).
+mod costs {
+    use api_tests::costs::cost_of;
+    use api_tests::serde_json::json;
+    use api_tests::api_test;
+
+    api_test! {
+        /// The campaign list: unfiltered, one Query page and the counter; filtered,
+        /// the narrowest index only. The same reads at 5 and 45 campaigns, the 40
+        /// added ones matching none of the filters.
+        async fn the_campaign_list_does_not_grow_with_the_workspace(app) {
+            for i in 0..5 {
+                app.post("/v3/campaigns", json!({ "name": format!("Natal {i}"), "channelId": "wa-1" })).await.expect(201);
+            }
+            let queries = ["limit=3", "name=natal&limit=3", "channelId=wa-1&limit=3", "status=draft&channelId=wa-1&name=natal"];
+            let mut costs = Vec::new();
+            for size in [5, 45] {
+                for i in if size == 5 { 0..0 } else { 0..40 } {
+                    let c = app.post("/v3/campaigns", json!({ "name": format!("Renewal {i}"), "channelId": "ig-1" })).await.expect(201);
+                    app.post(&format!("/v3/campaigns/{}/cancel", c["id"].as_str().unwrap()), json!({})).await.expect(201);
+                }
+                let mut at_size = Vec::new();
+                for query in queries {
+                    let path = format!("/v3/campaigns?{query}");
+                    let cost = cost_of(&app, || async { app.get(&path).await.expect(200); }).await;
+                    at_size.push((query, cost.gets, cost.queries, cost.batch_gets, cost.scanned));
+                }
+                costs.push(at_size);
+            }
+            assert_eq!(costs[0][0].1, 2, "token + counter");
+            assert_eq!(costs[0][0].2, 1, "one Query");
+            // The unfiltered page reads the same 3 items; each filter reads its 5.
+            assert_eq!(costs[0], costs[1], "the same reads at 5 and 45 campaigns");
+        }
+    }
+}

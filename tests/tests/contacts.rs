@@ -396,3 +396,83 @@ api_test! {
         assert_eq!(mine["workspaceId"], 1);
     }
 }
+
+/// What its lists cost, at two sizes of the workspace (tests/tests/costs.rs
+/// has the costs every group shares).
+mod costs {
+    use api_tests::costs::cost_of;
+    use api_tests::serde_json::json;
+    use api_tests::{TestApp, api_test};
+
+    /// Adds contacts until the workspace holds `size` (names "Filler n", no phone).
+    async fn grow_contacts(app: &TestApp, size: u64) {
+        let have = app.get("/v3/contacts").await.expect(200)["totalCount"]
+            .as_u64()
+            .unwrap();
+        for i in have..size {
+            app.post("/v3/contacts", json!({ "name": format!("Filler {i}") }))
+                .await
+                .expect(201);
+        }
+    }
+
+    api_test! {
+        /// A contact by id is one GetItem; find-or-create of a known phone reads a fixed
+        /// number of items (BatchGet of the phone keys, the phone sentinel, the contact).
+        async fn contact_reads_by_key_are_fixed(app) {
+            let c = app.post("/v3/contacts", json!({ "name": "Key", "phone": "11987654321" })).await.expect(201);
+            let path = format!("/v3/contacts/{}", c["id"].as_str().unwrap());
+            let mut costs = Vec::new();
+            for size in [5, 40] {
+                grow_contacts(&app, size).await;
+                let get = cost_of(&app, || async { app.get(&path).await.expect(200); }).await;
+                assert_eq!((get.gets, get.queries, get.batch_gets), (2, 0, 0), "token + contact");
+                let found = cost_of(&app, || async {
+                    app.post("/v3/contacts/find-or-create", json!({ "phones": ["(11) 8765-4321", "21 3333-4444"] })).await.expect(201);
+                }).await;
+                assert_eq!((found.gets, found.batch_gets, found.queries, found.transactions), (3, 1, 0, 0));
+                costs.push((get.read_units, found.read_units));
+            }
+            assert_eq!(costs[0], costs[1], "the same at 5 and 40 contacts");
+        }
+    }
+
+    api_test! {
+        /// A name search, a phone search, a window and a /v1 page read what they return
+        /// plus index items, whatever the size of the workspace.
+        async fn contact_lists_do_not_grow_with_the_workspace(app) {
+            for name in ["Zeca Alpha", "Zuleica Beta"] {
+                app.post("/v3/contacts", json!({ "name": name })).await.expect(201);
+            }
+            // A window that holds the two contacts above and none of the fillers below.
+            let from = (chrono::Utc::now() - chrono::Duration::minutes(30)).format("%Y-%m-%dT%H:%M:%S%.3fZ");
+            let to = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3fZ");
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            let requests = [
+                "/v3/contacts?search=zul".to_owned(),
+                "/v3/contacts?search=11912345678".to_owned(),
+                format!("/v3/contacts/all?createdAtFrom={from}&createdAtTo={to}&limit=5"),
+                "/v1/contacts?limit=5".to_owned(),
+                "/v3/contacts?limit=5".to_owned(),
+                "/v3/contacts?sortField=name&sortOrder=ascend&limit=5".to_owned(),
+            ];
+            let mut at = Vec::new();
+            for size in [10, 60] {
+                grow_contacts(&app, size).await;
+                let mut costs = Vec::new();
+                for path in &requests {
+                    let cost = cost_of(&app, || async { app.get(path).await.expect(200); }).await;
+                    costs.push((cost.gets, cost.batch_gets, cost.queries, cost.scanned));
+                }
+                at.push(costs);
+            }
+            let (small, large) = (&at[0], &at[1]);
+            for (i, path) in requests.iter().enumerate() {
+                assert_eq!(small[i], large[i], "{path} costs the same at 10 and 60 contacts");
+            }
+            assert_eq!(small[2], (1, 0, 2, 4), "window: token, a page Query and a key-only count of the window's 2");
+            assert_eq!(small[0], (1, 1, 1, 1), "search=zul: token, one index Query of 1 key, one BatchGet");
+            assert_eq!(small[3], (1, 0, 1, 6), "/v1 page: token, one Query of limit + 1");
+        }
+    }
+}

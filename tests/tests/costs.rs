@@ -4,33 +4,15 @@
 //! Every authenticated request reads the token's secret item: one strongly
 //! consistent GetItem, 1 RCU, before its own reads or (a GET with a token of the
 //! current format) beside them. The numbers below include it.
+//!
+//! These are the costs every group shares (a read by id, a create, offset
+//! pages, the limiter, events, deliveries, batches, bulk jobs); each group's
+//! lists are measured in its own test file, in a `costs` module at its end.
 
+use api_tests::api_test;
+use api_tests::costs::{assert_units, cost_of};
 use api_tests::serde_json::json;
-use api_tests::{TestApp, api_test};
 use shared::auth::Caller;
-use shared::store::MetricsSnapshot;
-
-/// The cost of one request.
-async fn cost_of<F, Fut>(app: &TestApp, request: F) -> MetricsSnapshot
-where
-    F: FnOnce() -> Fut,
-    Fut: std::future::Future<Output = ()>,
-{
-    let before = app.metrics();
-    request().await;
-    app.metrics() - before
-}
-
-/// Capacity units: DynamoDB Local's ConsumedCapacity, and the embedded store's
-/// computation of the same (4 KB read units, halved when eventually consistent).
-#[track_caller]
-fn assert_units(app: &TestApp, what: &str, measured: f64, expected: f64) {
-    assert!(
-        (measured - expected).abs() < 1e-9,
-        "{what} on {:?}: {measured} units, expected {expected}",
-        app.backend
-    );
-}
 
 api_test! {
     /// A tag by id is one GetItem of 0.5 RCU (eventually consistent, under 4 KB).
@@ -62,35 +44,6 @@ api_test! {
 }
 
 api_test! {
-    /// A list page is one Query plus the counter's GetItem, whatever the size of
-    /// the workspace: shown with the same request at two sizes.
-    async fn a_tag_list_page_does_not_grow_with_the_workspace(app) {
-        let mut costs = Vec::new();
-        for size in [6, 60] {
-            let have = app.get("/v3/tags").await.expect(200)["totalCount"].as_u64().unwrap();
-            for i in have..size {
-                app.post("/v3/tags", json!({ "name": format!("tag {i}") })).await.expect(201);
-            }
-            let cost = cost_of(&app, || async {
-                let page = app.get("/v3/tags?limit=5").await.expect(200);
-                assert_eq!(page["totalCount"], json!(size));
-                assert_eq!(page["data"].as_array().unwrap().len(), 5);
-            })
-            .await;
-            assert_eq!((cost.gets, cost.queries), (2, 1), "token + counter, one Query");
-            assert_eq!(cost.scanned, 5, "the Query reads the page only");
-            costs.push(cost.read_units);
-        }
-        assert_eq!(costs[0], costs[1], "same cost at 6 and 60 tags");
-        assert_units(&app, "GET /v3/tags?limit=5", costs[0], 2.0);
-
-        let cost = cost_of(&app, || async { app.get("/v1/tags?limit=5").await.expect(200); }).await;
-        assert_eq!((cost.gets, cost.queries), (1, 1), "token, one Query");
-        assert_eq!(cost.scanned, 6, "the page and one item to know whether more follow");
-    }
-}
-
-api_test! {
     /// A create is one transaction: the tag, its name sentinel, the counter, the audit
     /// entry and the audit counters, and the tag's event: what a mutation pays
     /// for its event is that one item (and, on AWS, its history's index entry).
@@ -117,117 +70,6 @@ api_test! {
         let cost = cost_of(&app, || async { app.get("/v3/tags?limit=5&offset=20").await.expect(200); }).await;
         assert_eq!(cost.queries, 2, "one key-only step, one page");
         assert_eq!(cost.scanned, 25);
-    }
-}
-
-/// Adds contacts until the workspace holds `size` (names "Filler n", no phone).
-async fn grow_contacts(app: &TestApp, size: u64) {
-    let have = app.get("/v3/contacts").await.expect(200)["totalCount"]
-        .as_u64()
-        .unwrap();
-    for i in have..size {
-        app.post("/v3/contacts", json!({ "name": format!("Filler {i}") }))
-            .await
-            .expect(201);
-    }
-}
-
-api_test! {
-    /// A contact by id is one GetItem; find-or-create of a known phone reads a fixed
-    /// number of items (BatchGet of the phone keys, the phone sentinel, the contact).
-    async fn contact_reads_by_key_are_fixed(app) {
-        let c = app.post("/v3/contacts", json!({ "name": "Key", "phone": "11987654321" })).await.expect(201);
-        let path = format!("/v3/contacts/{}", c["id"].as_str().unwrap());
-        let mut costs = Vec::new();
-        for size in [5, 40] {
-            grow_contacts(&app, size).await;
-            let get = cost_of(&app, || async { app.get(&path).await.expect(200); }).await;
-            assert_eq!((get.gets, get.queries, get.batch_gets), (2, 0, 0), "token + contact");
-            let found = cost_of(&app, || async {
-                app.post("/v3/contacts/find-or-create", json!({ "phones": ["(11) 8765-4321", "21 3333-4444"] })).await.expect(201);
-            }).await;
-            assert_eq!((found.gets, found.batch_gets, found.queries, found.transactions), (3, 1, 0, 0));
-            costs.push((get.read_units, found.read_units));
-        }
-        assert_eq!(costs[0], costs[1], "the same at 5 and 40 contacts");
-    }
-}
-
-api_test! {
-    /// A name search, a phone search, a window and a /v1 page read what they return
-    /// plus index items, whatever the size of the workspace.
-    async fn contact_lists_do_not_grow_with_the_workspace(app) {
-        for name in ["Zeca Alpha", "Zuleica Beta"] {
-            app.post("/v3/contacts", json!({ "name": name })).await.expect(201);
-        }
-        // A window that holds the two contacts above and none of the fillers below.
-        let from = (chrono::Utc::now() - chrono::Duration::minutes(30)).format("%Y-%m-%dT%H:%M:%S%.3fZ");
-        let to = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3fZ");
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        let requests = [
-            "/v3/contacts?search=zul".to_owned(),
-            "/v3/contacts?search=11912345678".to_owned(),
-            format!("/v3/contacts/all?createdAtFrom={from}&createdAtTo={to}&limit=5"),
-            "/v1/contacts?limit=5".to_owned(),
-            "/v3/contacts?limit=5".to_owned(),
-            "/v3/contacts?sortField=name&sortOrder=ascend&limit=5".to_owned(),
-        ];
-        let mut at = Vec::new();
-        for size in [10, 60] {
-            grow_contacts(&app, size).await;
-            let mut costs = Vec::new();
-            for path in &requests {
-                let cost = cost_of(&app, || async { app.get(path).await.expect(200); }).await;
-                costs.push((cost.gets, cost.batch_gets, cost.queries, cost.scanned));
-            }
-            at.push(costs);
-        }
-        let (small, large) = (&at[0], &at[1]);
-        for (i, path) in requests.iter().enumerate() {
-            assert_eq!(small[i], large[i], "{path} costs the same at 10 and 60 contacts");
-        }
-        assert_eq!(small[2], (1, 0, 2, 4), "window: token, a page Query and a key-only count of the window's 2");
-        assert_eq!(small[0], (1, 1, 1, 1), "search=zul: token, one index Query of 1 key, one BatchGet");
-        assert_eq!(small[3], (1, 0, 1, 6), "/v1 page: token, one Query of limit + 1");
-    }
-}
-
-api_test! {
-    /// The common deal lists cost the same at two workspace sizes: an unfiltered
-    /// page is one Query and the counter; a filtered one reads the partition of its
-    /// narrowest filter (and none of the deals the filters exclude) and the page.
-    async fn deal_lists_read_the_narrowest_index(app) {
-        let contact: u64 = app.post("/v3/contacts", json!({ "name": "Buyer" })).await.expect(201)["id"].as_str().unwrap().parse().unwrap();
-        let deal = |stage: &str, status: &str, operator: u64| json!({
-            "name": "d", "value": 1, "status": status, "contactId": contact, "operatorId": operator, "groupId": 1,
-            "pipelineId": "p", "stageId": stage, "origin": "o", "tagIds": []
-        });
-        for _ in 0..6 {
-            app.post("/v3/deals", deal("s1", "won", 7)).await.expect(201);
-        }
-        let lists = [
-            "/v3/deals?roleId=1&isOwner=true&userId=7&limit=5",
-            "/v3/deals?roleId=1&isOwner=false&userId=7&limit=5",
-            "/v3/deals?roleId=1&isOwner=true&userId=7&status=won&limit=5",
-            "/v3/deals?roleId=1&isOwner=true&userId=7&stageId=s1&status=won&limit=5",
-        ];
-        let mut at = Vec::new();
-        for extra in [0, 40] {
-            for _ in 0..extra {
-                app.post("/v3/deals", deal("s2", "open", 8)).await.expect(201);
-            }
-            let mut costs = Vec::new();
-            for path in lists {
-                let cost = cost_of(&app, || async { app.get(path).await.expect(200); }).await;
-                costs.push((cost.gets, cost.batch_gets, cost.queries, cost.scanned));
-            }
-            at.push(costs);
-        }
-        for (i, path) in lists.iter().enumerate() {
-            assert_eq!(at[0][i], at[1][i], "{path} at 6 and 46 deals");
-        }
-        assert_eq!(at[0][0], (1, 1, 1, 5), "unfiltered: token, one BatchGet of the counter's 4 shards, one Query of the page");
-        assert_eq!(at[0][2], (1, 1, 1, 6), "status: token, the status partition's 6 digests, one BatchGet of the page");
     }
 }
 
@@ -269,105 +111,6 @@ api_test! {
         app.post("/v3/workspaces/churn-reasons/suggestions", json!({ "reasons": ["a b c", "d e f"] })).await.expect(201);
         let cost = cost_of(&app, || async { app.get("/v3/workspaces/churn-reasons/suggestions").await.expect(200); }).await;
         assert_eq!((cost.gets, cost.queries), (1, 1), "token, one Query");
-    }
-}
-
-/// A session opened `hours` ago, of operator `ana` or `rui`, tagged 7 and
-/// finished when `i` is even.
-fn a_session(i: usize, hours: i64) -> api_tests::serde_json::Value {
-    let start = chrono::Utc::now() - chrono::Duration::hours(hours);
-    let t = |m: i64| shared::ids::format_ts(&(start + chrono::Duration::minutes(m)));
-    let operator = if i.is_multiple_of(2) { "ana" } else { "rui" };
-    let mut trails = vec![
-        json!({ "type": "queued", "at": t(1), "groupId": "support" }),
-        json!({ "type": "assigned", "at": t(3), "operatorId": operator }),
-        json!({ "type": "message", "at": t(4), "from": "operator", "operatorId": operator }),
-    ];
-    if i.is_multiple_of(2) {
-        trails.push(json!({ "type": "finished", "at": t(20) }));
-    }
-    json!({
-        "createdAt": t(0),
-        "conversation": { "id": 1000 + i, "contactPhone": format!("+5511990{i:06}"), "channelId": "whatsapp-1" },
-        "tags": if i.is_multiple_of(2) { json!([7]) } else { json!([]) },
-        "trails": trails,
-    })
-}
-
-api_test! {
-    /// A session report reads the period's key range of the narrowest index and
-    /// loads only the page: the same reads at 50 and at 500 sessions, the 450
-    /// added ones being older than the period. A session by id is one GetItem.
-    async fn session_reports_do_not_grow_with_the_workspace(app) {
-        let put = |i: usize, hours: i64| {
-            let app = &app;
-            async move {
-                let r = app.send(http::Method::PUT, &format!("/v3/reports/sessions/s{i}"), Some(api_tests::ADMIN_TOKEN), Some(a_session(i, hours))).await;
-                assert_eq!(r.status, 201, "{}", r.body);
-            }
-        };
-        for i in 0..50 {
-            put(i, 2 + i as i64).await;
-        }
-        let queries = [
-            "period=week&limit=10",
-            "period=week&assigned=ana&limit=10",
-            "period=week&tags=7&isFinished=true&limit=10",
-            "contactPhone=11990000003",
-            "conversationId=1003",
-        ];
-        let mut costs = Vec::new();
-        for size in [50, 500] {
-            for i in if size == 50 { 50..50 } else { 50..500 } {
-                put(i, 24 * 60 + i as i64).await;
-            }
-            let mut at_size = Vec::new();
-            for query in queries {
-                let path = format!("/v3/reports/sessions?{query}");
-                let cost = cost_of(&app, || async { app.get(&path).await.expect(200); }).await;
-                assert_eq!(cost.gets, 1, "{query}: the token");
-                assert!(cost.batch_gets <= 1, "{query}: one BatchGetItem for the page");
-                at_size.push((query, cost.queries, cost.scanned, cost.read_units));
-            }
-            let cost = cost_of(&app, || async { app.get("/v3/reports/sessions/s3").await.expect(200); }).await;
-            assert_eq!((cost.gets, cost.queries, cost.batch_gets), (2, 0, 0), "token + session");
-            at_size.push(("by id", cost.queries, cost.scanned, cost.read_units));
-            costs.push(at_size);
-        }
-        assert_eq!(costs[0], costs[1], "the same reads at 50 and 500 sessions");
-        let week = app.get("/v3/reports/sessions?period=week&limit=10").await.expect(200);
-        assert_eq!(week["totalCount"], 50);
-        assert_eq!(app.get("/v3/reports/sessions?from=2000-01-01T00:00:00Z&to=2000-02-01T00:00:00Z").await.expect(200)["totalCount"], 0);
-    }
-}
-
-api_test! {
-    /// The campaign list: unfiltered, one Query page and the counter; filtered,
-    /// the narrowest index only. The same reads at 5 and 45 campaigns, the 40
-    /// added ones matching none of the filters.
-    async fn the_campaign_list_does_not_grow_with_the_workspace(app) {
-        for i in 0..5 {
-            app.post("/v3/campaigns", json!({ "name": format!("Natal {i}"), "channelId": "wa-1" })).await.expect(201);
-        }
-        let queries = ["limit=3", "name=natal&limit=3", "channelId=wa-1&limit=3", "status=draft&channelId=wa-1&name=natal"];
-        let mut costs = Vec::new();
-        for size in [5, 45] {
-            for i in if size == 5 { 0..0 } else { 0..40 } {
-                let c = app.post("/v3/campaigns", json!({ "name": format!("Renewal {i}"), "channelId": "ig-1" })).await.expect(201);
-                app.post(&format!("/v3/campaigns/{}/cancel", c["id"].as_str().unwrap()), json!({})).await.expect(201);
-            }
-            let mut at_size = Vec::new();
-            for query in queries {
-                let path = format!("/v3/campaigns?{query}");
-                let cost = cost_of(&app, || async { app.get(&path).await.expect(200); }).await;
-                at_size.push((query, cost.gets, cost.queries, cost.batch_gets, cost.scanned));
-            }
-            costs.push(at_size);
-        }
-        assert_eq!(costs[0][0].1, 2, "token + counter");
-        assert_eq!(costs[0][0].2, 1, "one Query");
-        // The unfiltered page reads the same 3 items; each filter reads its 5.
-        assert_eq!(costs[0], costs[1], "the same reads at 5 and 45 campaigns");
     }
 }
 

@@ -357,3 +357,50 @@ api_test! {
         app.get(&format!("/v3/deals?{OWNER}&date=last_2_months")).await.expect_field_error("date");
     }
 }
+
+/// What its lists cost, at two sizes of the workspace (tests/tests/costs.rs
+/// has the costs every group shares).
+mod costs {
+    use api_tests::costs::cost_of;
+    use api_tests::serde_json::json;
+    use api_tests::api_test;
+
+    api_test! {
+        /// The common deal lists cost the same at two workspace sizes: an unfiltered
+        /// page is one Query and the counter; a filtered one reads the partition of its
+        /// narrowest filter (and none of the deals the filters exclude) and the page.
+        async fn deal_lists_read_the_narrowest_index(app) {
+            let contact: u64 = app.post("/v3/contacts", json!({ "name": "Buyer" })).await.expect(201)["id"].as_str().unwrap().parse().unwrap();
+            let deal = |stage: &str, status: &str, operator: u64| json!({
+                "name": "d", "value": 1, "status": status, "contactId": contact, "operatorId": operator, "groupId": 1,
+                "pipelineId": "p", "stageId": stage, "origin": "o", "tagIds": []
+            });
+            for _ in 0..6 {
+                app.post("/v3/deals", deal("s1", "won", 7)).await.expect(201);
+            }
+            let lists = [
+                "/v3/deals?roleId=1&isOwner=true&userId=7&limit=5",
+                "/v3/deals?roleId=1&isOwner=false&userId=7&limit=5",
+                "/v3/deals?roleId=1&isOwner=true&userId=7&status=won&limit=5",
+                "/v3/deals?roleId=1&isOwner=true&userId=7&stageId=s1&status=won&limit=5",
+            ];
+            let mut at = Vec::new();
+            for extra in [0, 40] {
+                for _ in 0..extra {
+                    app.post("/v3/deals", deal("s2", "open", 8)).await.expect(201);
+                }
+                let mut costs = Vec::new();
+                for path in lists {
+                    let cost = cost_of(&app, || async { app.get(path).await.expect(200); }).await;
+                    costs.push((cost.gets, cost.batch_gets, cost.queries, cost.scanned));
+                }
+                at.push(costs);
+            }
+            for (i, path) in lists.iter().enumerate() {
+                assert_eq!(at[0][i], at[1][i], "{path} at 6 and 46 deals");
+            }
+            assert_eq!(at[0][0], (1, 1, 1, 5), "unfiltered: token, one BatchGet of the counter's 4 shards, one Query of the page");
+            assert_eq!(at[0][2], (1, 1, 1, 6), "status: token, the status partition's 6 digests, one BatchGet of the page");
+        }
+    }
+}

@@ -25,7 +25,6 @@ const PLACES: &[(&str, &str)] = &[
     ("cli/Cargo.toml", "its function crate"),
     ("cli/src/lib.rs", "its line in `groups()`"),
     ("infra/template.yaml", "its function, log group and two alarms"),
-    ("tests/tests/costs.rs", "its list's cost at two sizes"),
     ("scripts/contract_seed.py", "its records' ids, so that the contract run reaches them"),
     ("examples/generate-demo.py", "its demo records"),
     ("docs/spec-coverage.md", "its routes' rows"),

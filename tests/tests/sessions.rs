@@ -347,3 +347,80 @@ api_test! {
         assert_eq!(first["version"], again["version"]);
     }
 }
+
+/// What its lists cost, at two sizes of the workspace (tests/tests/costs.rs
+/// has the costs every group shares).
+mod costs {
+    use api_tests::costs::cost_of;
+    use api_tests::serde_json::json;
+    use api_tests::api_test;
+
+    /// A session opened `hours` ago, of operator `ana` or `rui`, tagged 7 and
+    /// finished when `i` is even.
+    fn a_session(i: usize, hours: i64) -> api_tests::serde_json::Value {
+        let start = chrono::Utc::now() - chrono::Duration::hours(hours);
+        let t = |m: i64| shared::ids::format_ts(&(start + chrono::Duration::minutes(m)));
+        let operator = if i.is_multiple_of(2) { "ana" } else { "rui" };
+        let mut trails = vec![
+            json!({ "type": "queued", "at": t(1), "groupId": "support" }),
+            json!({ "type": "assigned", "at": t(3), "operatorId": operator }),
+            json!({ "type": "message", "at": t(4), "from": "operator", "operatorId": operator }),
+        ];
+        if i.is_multiple_of(2) {
+            trails.push(json!({ "type": "finished", "at": t(20) }));
+        }
+        json!({
+            "createdAt": t(0),
+            "conversation": { "id": 1000 + i, "contactPhone": format!("+5511990{i:06}"), "channelId": "whatsapp-1" },
+            "tags": if i.is_multiple_of(2) { json!([7]) } else { json!([]) },
+            "trails": trails,
+        })
+    }
+
+    api_test! {
+        /// A session report reads the period's key range of the narrowest index and
+        /// loads only the page: the same reads at 50 and at 500 sessions, the 450
+        /// added ones being older than the period. A session by id is one GetItem.
+        async fn session_reports_do_not_grow_with_the_workspace(app) {
+            let put = |i: usize, hours: i64| {
+                let app = &app;
+                async move {
+                    let r = app.send(http::Method::PUT, &format!("/v3/reports/sessions/s{i}"), Some(api_tests::ADMIN_TOKEN), Some(a_session(i, hours))).await;
+                    assert_eq!(r.status, 201, "{}", r.body);
+                }
+            };
+            for i in 0..50 {
+                put(i, 2 + i as i64).await;
+            }
+            let queries = [
+                "period=week&limit=10",
+                "period=week&assigned=ana&limit=10",
+                "period=week&tags=7&isFinished=true&limit=10",
+                "contactPhone=11990000003",
+                "conversationId=1003",
+            ];
+            let mut costs = Vec::new();
+            for size in [50, 500] {
+                for i in if size == 50 { 50..50 } else { 50..500 } {
+                    put(i, 24 * 60 + i as i64).await;
+                }
+                let mut at_size = Vec::new();
+                for query in queries {
+                    let path = format!("/v3/reports/sessions?{query}");
+                    let cost = cost_of(&app, || async { app.get(&path).await.expect(200); }).await;
+                    assert_eq!(cost.gets, 1, "{query}: the token");
+                    assert!(cost.batch_gets <= 1, "{query}: one BatchGetItem for the page");
+                    at_size.push((query, cost.queries, cost.scanned, cost.read_units));
+                }
+                let cost = cost_of(&app, || async { app.get("/v3/reports/sessions/s3").await.expect(200); }).await;
+                assert_eq!((cost.gets, cost.queries, cost.batch_gets), (2, 0, 0), "token + session");
+                at_size.push(("by id", cost.queries, cost.scanned, cost.read_units));
+                costs.push(at_size);
+            }
+            assert_eq!(costs[0], costs[1], "the same reads at 50 and 500 sessions");
+            let week = app.get("/v3/reports/sessions?period=week&limit=10").await.expect(200);
+            assert_eq!(week["totalCount"], 50);
+            assert_eq!(app.get("/v3/reports/sessions?from=2000-01-01T00:00:00Z&to=2000-02-01T00:00:00Z").await.expect(200)["totalCount"], 0);
+        }
+    }
+}

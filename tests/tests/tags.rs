@@ -367,3 +367,40 @@ api_test! {
         app.get("/v1/tags?cursor=abc").await.expect_field_error("cursor");
     }
 }
+
+/// What its lists cost, at two sizes of the workspace (tests/tests/costs.rs
+/// has the costs every group shares).
+mod costs {
+    use api_tests::costs::{assert_units, cost_of};
+    use api_tests::serde_json::json;
+    use api_tests::api_test;
+
+    api_test! {
+        /// A list page is one Query plus the counter's GetItem, whatever the size of
+        /// the workspace: shown with the same request at two sizes.
+        async fn a_tag_list_page_does_not_grow_with_the_workspace(app) {
+            let mut costs = Vec::new();
+            for size in [6, 60] {
+                let have = app.get("/v3/tags").await.expect(200)["totalCount"].as_u64().unwrap();
+                for i in have..size {
+                    app.post("/v3/tags", json!({ "name": format!("tag {i}") })).await.expect(201);
+                }
+                let cost = cost_of(&app, || async {
+                    let page = app.get("/v3/tags?limit=5").await.expect(200);
+                    assert_eq!(page["totalCount"], json!(size));
+                    assert_eq!(page["data"].as_array().unwrap().len(), 5);
+                })
+                .await;
+                assert_eq!((cost.gets, cost.queries), (2, 1), "token + counter, one Query");
+                assert_eq!(cost.scanned, 5, "the Query reads the page only");
+                costs.push(cost.read_units);
+            }
+            assert_eq!(costs[0], costs[1], "same cost at 6 and 60 tags");
+            assert_units(&app, "GET /v3/tags?limit=5", costs[0], 2.0);
+
+            let cost = cost_of(&app, || async { app.get("/v1/tags?limit=5").await.expect(200); }).await;
+            assert_eq!((cost.gets, cost.queries), (1, 1), "token, one Query");
+            assert_eq!(cost.scanned, 6, "the page and one item to know whether more follow");
+        }
+    }
+}
