@@ -20,8 +20,6 @@ const PLACES: &[(&str, &str)] = &[
     ("shared/src/keys/mod.rs", "their rows in the access-pattern table"),
     ("shared/src/domain/mod.rs", "`pub mod`; its call in `line_types()`"),
     ("shared/src/auth/scope.rs", "its entry in `resources!`: its scope resource and its event types"),
-    ("shared/src/domain/item_shapes.json", "its records' items as stored"),
-    ("shared/src/domain/item_shapes.rs", "their round trip"),
     ("cli/Cargo.toml", "its function crate"),
     ("cli/src/lib.rs", "its line in `groups()`"),
     ("infra/template.yaml", "its function, log group and two alarms"),

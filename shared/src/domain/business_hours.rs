@@ -197,3 +197,15 @@ pub async fn list(
 ) -> ApiResult<ListPage<BusinessHour>> {
     catalog::list(store, caller, paging).await
 }
+
+/// The stored items of item_shapes/business_hours.json read back (domain::item_shapes).
+#[cfg(test)]
+mod shapes {
+    use crate::domain::item_shapes::{round_trip, texts_declared};
+
+    #[test]
+    fn business_hours_keep_their_shape() {
+        round_trip::<crate::domain::business_hours::BusinessHour>("BusinessHour");
+        texts_declared::<crate::domain::business_hours::BusinessHour>();
+    }
+}

@@ -252,3 +252,15 @@ mod tests {
         assert_eq!(tidy("  Too   expensive "), "Too expensive");
     }
 }
+
+/// The stored items of item_shapes/churn.json read back (domain::item_shapes).
+#[cfg(test)]
+mod shapes {
+    use crate::domain::item_shapes::{round_trip, texts_declared};
+
+    #[test]
+    fn churn_reasons_keep_their_shape() {
+        round_trip::<crate::domain::churn::ChurnReason>("ChurnReason");
+        texts_declared::<crate::domain::churn::ChurnReason>();
+    }
+}

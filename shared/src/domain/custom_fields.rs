@@ -326,3 +326,15 @@ pub async fn list_v1(
     };
     Ok(CursorPage { data, next_cursor })
 }
+
+/// The stored items of item_shapes/custom_fields.json read back (domain::item_shapes).
+#[cfg(test)]
+mod shapes {
+    use crate::domain::item_shapes::{round_trip, texts_declared};
+
+    #[test]
+    fn custom_fields_keep_their_shape() {
+        round_trip::<crate::domain::custom_fields::CustomField>("CustomField");
+        texts_declared::<crate::domain::custom_fields::CustomField>();
+    }
+}

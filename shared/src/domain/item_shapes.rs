@@ -1,11 +1,16 @@
-//! Stored item shapes, pinned. `item_shapes.json` holds one item of every
-//! stored entity exactly as this version writes it (taken from a running
-//! store). Each test reads the literal back into its record and writes the
-//! record again: the item must come out equal, key attributes, index keys and
-//! `_type` included. A renamed or retyped field, in a record or in a view that
-//! shares its struct, fails here before it can make stored items unreadable.
-//! Changing a shape on purpose means changing the literal, and saying how
-//! items already stored are read (a default, an alias, a migration).
+//! Stored item shapes, pinned. `item_shapes/<group>.json` holds one item of
+//! every stored entity of a group exactly as this version writes it (taken
+//! from a running store), and the group's module a test (`mod shapes`) that
+//! reads each literal back into its record and writes the record again: the
+//! item must come out equal, key attributes, index keys and `_type` included.
+//! A renamed or retyped field, in a record or in a view that shares its
+//! struct, fails there before it can make stored items unreadable. Changing
+//! a shape on purpose means changing the literal, and saying how items
+//! already stored are read (a default, an alias, a migration).
+//!
+//! A group's new records are its own new files and lines: the helpers here,
+//! and [`every_record_type_is_pinned`], which fails for a record type that
+//! no shape test reads.
 
 use serde_json::{Map, Value};
 
@@ -13,17 +18,37 @@ use crate::record::{self, Record, personal};
 use crate::store::Item;
 use crate::store::as_dynamodb_number;
 
-fn literal(entity: &str) -> Item {
-    let all: Map<String, Value> =
-        serde_json::from_str(include_str!("item_shapes.json")).expect("item_shapes.json");
-    match all.get(entity) {
-        Some(Value::Object(item)) => item.clone(),
-        _ => panic!("no literal item for {entity}"),
+const FOLDER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/domain/item_shapes");
+
+/// Every pinned item, by entity, from all the groups' files (an entity
+/// pinned twice is refused).
+fn all_literals() -> Map<String, Value> {
+    let mut all = Map::new();
+    for entry in std::fs::read_dir(FOLDER).expect("item_shapes/") {
+        let path = entry.expect("an entry").path();
+        let text = std::fs::read_to_string(&path).expect("a file");
+        let items: Map<String, Value> =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        for (entity, item) in items {
+            assert!(
+                all.insert(entity.clone(), item).is_none(),
+                "{entity} is pinned twice"
+            );
+        }
+    }
+    all
+}
+
+/// The pinned item of `entity`.
+pub(crate) fn literal(entity: &str) -> Item {
+    match all_literals().remove(entity) {
+        Some(Value::Object(item)) => item,
+        _ => panic!("no literal item for {entity} in item_shapes/"),
     }
 }
 
 /// An item as the store keeps it (whole floats read back as integers).
-fn stored(item: Item) -> Value {
+pub(crate) fn stored(item: Item) -> Value {
     let mut value = Value::Object(item);
     as_dynamodb_number(&mut value);
     value
@@ -31,7 +56,7 @@ fn stored(item: Item) -> Value {
 
 /// Reads the literal item into `R` and writes it back: the same item. Its
 /// text is declared, and the record reads once erased by the declaration.
-fn round_trip<R: Record>(entity: &str) -> R {
+pub(crate) fn round_trip<R: Record>(entity: &str) -> R {
     let record = kept::<R>(entity);
     // With every text of its copies taken for the person's, it still reads.
     let mut erased = serde_json::to_value(&record).expect("a value");
@@ -47,7 +72,7 @@ fn round_trip<R: Record>(entity: &str) -> R {
 }
 
 /// [`round_trip`] of a record an erasure deletes whole.
-fn round_trip_deleted<R: Record>(entity: &str) -> R {
+pub(crate) fn round_trip_deleted<R: Record>(entity: &str) -> R {
     kept::<R>(entity)
 }
 
@@ -71,131 +96,9 @@ fn kept<R: Record>(entity: &str) -> R {
 }
 
 #[test]
-fn workspaces_tokens_and_audit_entries_keep_their_shape() {
-    round_trip::<crate::domain::workspaces::Workspace>("Workspace");
-    round_trip::<crate::domain::tokens::ApiToken>("ApiToken");
-    round_trip::<crate::auth::TokenSecret>("TokenSecret");
+fn audit_entries_and_events_keep_their_shape() {
     round_trip::<crate::record::AuditEntry>("AuditEntry");
-}
-
-#[test]
-fn merges_keep_their_shape() {
-    round_trip::<crate::domain::contacts::MergeJob>("ContactMerge");
-}
-
-#[test]
-fn tags_keep_their_shape() {
-    round_trip::<crate::domain::tags::Tag>("Tag");
-}
-
-#[test]
-fn contacts_and_their_index_items_keep_their_shape() {
-    let contact = round_trip::<crate::domain::contacts::Contact>("Contact");
-    let items: Vec<Value> = contact
-        .index_item_keys()
-        .into_iter()
-        .map(|key| stored(contact.index_item(key)))
-        .collect();
-    assert!(
-        items.contains(&stored(literal("ContactIndex"))),
-        "the contact index item changed: {items:?}"
-    );
-}
-
-#[test]
-fn deals_and_their_digests_keep_their_shape() {
-    let deal = round_trip::<crate::domain::deals::Deal>("Deal");
-    let items: Vec<Value> = deal.index_items().into_iter().map(stored).collect();
-    assert!(
-        items.contains(&stored(literal("DealIndex"))),
-        "the deal index item (its digest) changed: {items:?}"
-    );
-}
-
-#[test]
-fn relations_keep_their_shape() {
-    use crate::domain::relations::{Conversation, Organization, index_item};
-    round_trip::<Organization>("Organization");
-    let conversation = round_trip::<Conversation>("Conversation");
-    let items: Vec<Value> = conversation
-        .index_keys()
-        .into_iter()
-        .map(|key| stored(index_item(key, conversation.contact_id)))
-        .collect();
-    assert!(
-        items.contains(&stored(literal("RelationIndex"))),
-        "{items:?}"
-    );
-}
-
-#[test]
-fn catalog_records_keep_their_shape() {
-    round_trip::<crate::domain::products::Product>("Product");
-    round_trip::<crate::domain::custom_fields::CustomField>("CustomField");
-    round_trip::<crate::domain::business_hours::BusinessHour>("BusinessHour");
-}
-
-#[test]
-fn dashboards_and_snapshots_keep_their_shape() {
-    round_trip::<crate::domain::dashboards::Dashboard>("Dashboard");
-    round_trip::<crate::domain::dashboards::Snapshot>("Snapshot");
-    round_trip::<crate::domain::dashboards::Snapshot>("SnapshotComputed");
-}
-
-#[test]
-fn import_jobs_and_their_chunks_keep_their_shape() {
-    round_trip::<crate::domain::imports::ImportJob>("ImportJob");
-    round_trip::<crate::domain::imports::Chunk>("ImportChunk");
-}
-
-#[test]
-fn bulk_jobs_keep_their_shape() {
-    round_trip::<crate::domain::bulk::ImportJob>("BulkImport");
-    round_trip::<crate::domain::bulk::ExportJob>("BulkExport");
-}
-
-#[test]
-fn account_records_keep_their_shape() {
-    use crate::domain::{billing, churn, redirects, welcome};
-    round_trip::<billing::CheckoutLink>("CheckoutLink");
-    round_trip::<billing::CheckoutLink>("CheckoutLinkCompleted");
-    round_trip::<billing::Order>("Order");
-    round_trip::<churn::ChurnReason>("ChurnReason");
-    round_trip::<redirects::RedirectSession>("RedirectSession");
-    round_trip_deleted::<welcome::WelcomeMessage>("WelcomeMessage");
-    round_trip_deleted::<welcome::Sent>("WelcomeSent");
-}
-
-#[test]
-fn sessions_and_their_digests_keep_their_shape() {
-    let session = round_trip::<crate::domain::sessions::Session>("Session");
-    let items: Vec<Value> = session
-        .index_items()
-        .expect("index items")
-        .into_iter()
-        .map(stored)
-        .collect();
-    assert!(
-        items.contains(&stored(literal("SessionIndex"))),
-        "the session index item (its digest) changed: {items:?}"
-    );
-}
-
-#[test]
-fn campaigns_and_their_digests_keep_their_shape() {
-    let campaign = round_trip::<crate::domain::campaigns::Campaign>("Campaign");
-    let items: Vec<Value> = crate::domain::campaigns::index_items_for_tests(&campaign)
-        .into_iter()
-        .map(stored)
-        .collect();
-    assert!(
-        items.contains(&stored(literal("CampaignIndex"))),
-        "{items:?}"
-    );
-}
-
-#[test]
-fn events_keep_their_shape() {
+    texts_declared::<crate::record::AuditEntry>();
     round_trip::<crate::record::StoredEvent>("Event");
 }
 
@@ -317,43 +220,86 @@ fn undeclared_in_schema<R: Record + schemars::JsonSchema>() -> Vec<String> {
     personal::missing::<R>(&Value::Object(item))
 }
 
-#[test]
-fn every_text_field_a_record_may_store_is_declared() {
-    use crate::domain::*;
-    let mut missing: Vec<(&str, Vec<String>)> = Vec::new();
-    macro_rules! check {
-        ($($t:ty),* $(,)?) => {$(
-            let m = undeclared_in_schema::<$t>();
-            if !m.is_empty() {
-                missing.push((<$t as Record>::TYPE, m));
-            }
-        )*};
-    }
-    check!(
-        crate::record::AuditEntry,
-        redirects::RedirectSession,
-        relations::Organization,
-        relations::Conversation,
-        bulk::ExportJob,
-        bulk::ImportJob,
-        custom_fields::CustomField,
-        business_hours::BusinessHour,
-        products::Product,
-        tags::Tag,
-        billing::CheckoutLink,
-        billing::Order,
-        sessions::Session,
-        dashboards::Dashboard,
-        dashboards::Snapshot,
-        crate::auth::TokenSecret,
-        tokens::ApiToken,
-        imports::ImportJob,
-        welcome::WelcomeMessage,
-        churn::ChurnReason,
-        workspaces::Workspace,
-        campaigns::Campaign,
-        deals::Deal,
-        contacts::Contact,
+/// Every text field a record may store, optional ones included, is
+/// declared personal, a copy, or plain (`Record::PERSONAL`): called by each
+/// group's shape test for its records with a JSON Schema.
+#[track_caller]
+pub(crate) fn texts_declared<R: Record + schemars::JsonSchema>() {
+    let missing = undeclared_in_schema::<R>();
+    assert!(
+        missing.is_empty(),
+        "{} stores text no declaration says: {missing:?}",
+        R::TYPE
     );
-    assert!(missing.is_empty(), "text no declaration says: {missing:#?}");
+}
+
+/// Record types that no shape test reads yet: no pinned literal, and no
+/// JSON Schema for [`texts_declared`]. Their text is still checked on each
+/// write (an undeclared path is a 500 naming it, which their suites would
+/// meet). A new record type is not added here: it is pinned.
+const NOT_PINNED: &[&str] = &["Webhook", "Health", "Delivery", "IdempotencyRecord"];
+
+/// Each `impl Record for X` in the crate's source has a shape test: `X` is
+/// read by a `round_trip`, `round_trip_deleted` or `texts_declared` call.
+#[test]
+fn every_record_type_is_pinned() {
+    fn sources(dir: &std::path::Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).expect("src/").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                sources(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(std::fs::read_to_string(&path).expect("a source file"));
+            }
+        }
+    }
+    let mut texts = Vec::new();
+    sources(
+        std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src")),
+        &mut texts,
+    );
+    let mut records = Vec::new();
+    let mut read = Vec::new();
+    for text in &texts {
+        for line in text.lines() {
+            let line = line.trim();
+            if let Some(rest) = line.strip_prefix("impl ")
+                && let Some((_, name)) = rest.split_once("Record for ")
+                && (rest.starts_with("Record for")
+                    || rest.starts_with("record::Record for")
+                    || rest.starts_with("crate::record::Record for"))
+            {
+                records.push(name.trim_end_matches(" {").trim().to_owned());
+            }
+            for call in [
+                "round_trip::<",
+                "round_trip_deleted::<",
+                "texts_declared::<",
+            ] {
+                for (_, after) in line
+                    .match_indices(call)
+                    .map(|(i, _)| line.split_at(i + call.len()))
+                {
+                    let path = after.split('>').next().unwrap_or_default();
+                    read.push(path.rsplit("::").next().unwrap_or(path).to_owned());
+                }
+            }
+        }
+    }
+    assert!(records.len() > 20, "{records:?}");
+    let unread: Vec<&String> = records
+        .iter()
+        .filter(|r| !read.contains(r) && !NOT_PINNED.contains(&r.as_str()))
+        .collect();
+    assert!(
+        unread.is_empty(),
+        "record types without a shape test: pin an item of each in item_shapes/<group>.json \
+         and read it with round_trip (and texts_declared) in the group's `mod shapes`: {unread:?}"
+    );
+    for name in NOT_PINNED {
+        assert!(
+            !read.contains(&(*name).to_owned()),
+            "{name} is pinned now: drop it from NOT_PINNED"
+        );
+    }
 }

@@ -30,7 +30,7 @@ pub mod welcome;
 pub mod workspaces;
 
 #[cfg(test)]
-mod item_shapes;
+pub(crate) mod item_shapes;
 
 use crate::auth::Caller;
 use crate::error::ApiResult;

@@ -231,3 +231,15 @@ pub async fn require(
     }
     Ok(found)
 }
+
+/// The stored items of item_shapes/products.json read back (domain::item_shapes).
+#[cfg(test)]
+mod shapes {
+    use crate::domain::item_shapes::{round_trip, texts_declared};
+
+    #[test]
+    fn products_keep_their_shape() {
+        round_trip::<crate::domain::products::Product>("Product");
+        texts_declared::<crate::domain::products::Product>();
+    }
+}

@@ -150,3 +150,15 @@ pub async fn take(store: &dyn Store, caller: &Caller, key: &str) -> ApiResult<Re
         .await?;
     Ok(session)
 }
+
+/// The stored items of item_shapes/redirects.json read back (domain::item_shapes).
+#[cfg(test)]
+mod shapes {
+    use crate::domain::item_shapes::{round_trip, texts_declared};
+
+    #[test]
+    fn redirect_sessions_keep_their_shape() {
+        round_trip::<crate::domain::redirects::RedirectSession>("RedirectSession");
+        texts_declared::<crate::domain::redirects::RedirectSession>();
+    }
+}

@@ -475,3 +475,15 @@ pub async fn list_after(
     }
     cursor_records(store, query, paging.limit, |r: &Tag| r.id.to_string()).await
 }
+
+/// The stored items of item_shapes/tags.json read back (domain::item_shapes).
+#[cfg(test)]
+mod shapes {
+    use crate::domain::item_shapes::{round_trip, texts_declared};
+
+    #[test]
+    fn tags_keep_their_shape() {
+        round_trip::<crate::domain::tags::Tag>("Tag");
+        texts_declared::<crate::domain::tags::Tag>();
+    }
+}

@@ -305,3 +305,17 @@ pub async fn current(store: &dyn Store, caller: &Caller) -> ApiResult<TokenView>
     .await?;
     Ok(token.into())
 }
+
+/// The stored items of item_shapes/tokens.json read back (domain::item_shapes).
+#[cfg(test)]
+mod shapes {
+    use crate::domain::item_shapes::{round_trip, texts_declared};
+
+    #[test]
+    fn tokens_keep_their_shape() {
+        round_trip::<crate::domain::tokens::ApiToken>("ApiToken");
+        texts_declared::<crate::domain::tokens::ApiToken>();
+        round_trip::<crate::auth::TokenSecret>("TokenSecret");
+        texts_declared::<crate::auth::TokenSecret>();
+    }
+}

@@ -275,3 +275,16 @@ pub async fn get(store: &dyn Store, caller: &Caller, id: &str) -> ApiResult<Welc
     )
     .await
 }
+
+/// The stored items of item_shapes/welcome.json read back (domain::item_shapes).
+#[cfg(test)]
+mod shapes {
+    use crate::domain::item_shapes::{round_trip_deleted, texts_declared};
+
+    #[test]
+    fn welcome_messages_keep_their_shape() {
+        round_trip_deleted::<crate::domain::welcome::WelcomeMessage>("WelcomeMessage");
+        texts_declared::<crate::domain::welcome::WelcomeMessage>();
+        round_trip_deleted::<crate::domain::welcome::Sent>("WelcomeSent");
+    }
+}

@@ -353,3 +353,15 @@ pub async fn set_rate_limits(
     let _: Workspace = record::find(store, &keys::workspace(id), false, "workspace").await?;
     crate::ratelimit::set_limits(store, id, limits).await
 }
+
+/// The stored items of item_shapes/workspaces.json read back (domain::item_shapes).
+#[cfg(test)]
+mod shapes {
+    use crate::domain::item_shapes::{round_trip, texts_declared};
+
+    #[test]
+    fn workspaces_keep_their_shape() {
+        round_trip::<crate::domain::workspaces::Workspace>("Workspace");
+        texts_declared::<crate::domain::workspaces::Workspace>();
+    }
+}

@@ -25,3 +25,18 @@ pub use links::{
     create, deactivate, get,
 };
 pub use orders::{LIST, Order, OrderView, list};
+
+/// The stored items of item_shapes/billing.json read back (domain::item_shapes).
+#[cfg(test)]
+mod shapes {
+    use crate::domain::item_shapes::{round_trip, texts_declared};
+
+    #[test]
+    fn checkout_links_and_orders_keep_their_shape() {
+        round_trip::<crate::domain::billing::CheckoutLink>("CheckoutLink");
+        round_trip::<crate::domain::billing::CheckoutLink>("CheckoutLinkCompleted");
+        texts_declared::<crate::domain::billing::CheckoutLink>();
+        round_trip::<crate::domain::billing::Order>("Order");
+        texts_declared::<crate::domain::billing::Order>();
+    }
+}

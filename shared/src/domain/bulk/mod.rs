@@ -223,3 +223,17 @@ fn check_mapping(mapping: &Mapping) -> ApiResult<()> {
     }
     Ok(())
 }
+
+/// The stored items of item_shapes/bulk.json read back (domain::item_shapes).
+#[cfg(test)]
+mod shapes {
+    use crate::domain::item_shapes::{round_trip, texts_declared};
+
+    #[test]
+    fn bulk_jobs_keep_their_shape() {
+        round_trip::<crate::domain::bulk::ImportJob>("BulkImport");
+        texts_declared::<crate::domain::bulk::ImportJob>();
+        round_trip::<crate::domain::bulk::ExportJob>("BulkExport");
+        texts_declared::<crate::domain::bulk::ExportJob>();
+    }
+}

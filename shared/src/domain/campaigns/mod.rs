@@ -23,12 +23,6 @@ pub use record::{Campaign, CampaignFields, CampaignStatus, HealthCheckData, Resu
 pub use results::{ResultsReport, report};
 pub use write::{CampaignPatch, create, get, update};
 
-/// The index items of a campaign (the item-shape tests pin them).
-#[cfg(test)]
-pub(crate) fn index_items_for_tests(c: &Campaign) -> Vec<crate::store::Item> {
-    index::index_items(c)
-}
-
 /// The counter behind `totalCount`.
 pub const LIST: &str = "CAMPAIGN";
 
@@ -38,4 +32,27 @@ pub fn valid_report_id(id: &str) -> bool {
         && id
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
+}
+
+/// The stored items of item_shapes/campaigns.json read back (domain::item_shapes).
+#[cfg(test)]
+mod shapes {
+    use serde_json::Value;
+
+    use super::Campaign;
+    use crate::domain::item_shapes::{literal, round_trip, stored, texts_declared};
+
+    #[test]
+    fn campaigns_and_their_digests_keep_their_shape() {
+        let campaign = round_trip::<Campaign>("Campaign");
+        texts_declared::<Campaign>();
+        let items: Vec<Value> = super::index::index_items(&campaign)
+            .into_iter()
+            .map(stored)
+            .collect();
+        assert!(
+            items.contains(&stored(literal("CampaignIndex"))),
+            "{items:?}"
+        );
+    }
 }

@@ -59,3 +59,32 @@ pub(crate) use write::{add_contact, index_item_count};
 /// Counters behind `totalCount`.
 pub const LIST: &str = "CONTACT";
 pub const NEW_LIST: &str = "NEWCONTACT";
+
+/// The stored items of item_shapes/contacts.json read back (domain::item_shapes).
+#[cfg(test)]
+mod shapes {
+    use serde_json::Value;
+
+    use super::{Contact, MergeJob};
+    use crate::domain::item_shapes::{literal, round_trip, stored, texts_declared};
+
+    #[test]
+    fn contacts_and_their_index_items_keep_their_shape() {
+        let contact = round_trip::<Contact>("Contact");
+        texts_declared::<Contact>();
+        let items: Vec<Value> = contact
+            .index_item_keys()
+            .into_iter()
+            .map(|key| stored(contact.index_item(key)))
+            .collect();
+        assert!(
+            items.contains(&stored(literal("ContactIndex"))),
+            "the contact index item changed: {items:?}"
+        );
+    }
+
+    #[test]
+    fn merges_keep_their_shape() {
+        round_trip::<MergeJob>("ContactMerge");
+    }
+}

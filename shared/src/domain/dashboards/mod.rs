@@ -423,3 +423,18 @@ pub async fn get_snapshot(
     )
     .await
 }
+
+/// The stored items of item_shapes/dashboards.json read back (domain::item_shapes).
+#[cfg(test)]
+mod shapes {
+    use crate::domain::item_shapes::{round_trip, texts_declared};
+
+    #[test]
+    fn dashboards_and_snapshots_keep_their_shape() {
+        round_trip::<crate::domain::dashboards::Dashboard>("Dashboard");
+        texts_declared::<crate::domain::dashboards::Dashboard>();
+        round_trip::<crate::domain::dashboards::Snapshot>("Snapshot");
+        round_trip::<crate::domain::dashboards::Snapshot>("SnapshotComputed");
+        texts_declared::<crate::domain::dashboards::Snapshot>();
+    }
+}

@@ -48,3 +48,23 @@ pub use write::{create, get, history, update};
 pub(crate) use write::{erase_person, move_to_contact};
 
 pub const LIST: &str = "DEAL";
+
+/// The stored items of item_shapes/deals.json read back (domain::item_shapes).
+#[cfg(test)]
+mod shapes {
+    use serde_json::Value;
+
+    use super::Deal;
+    use crate::domain::item_shapes::{literal, round_trip, stored, texts_declared};
+
+    #[test]
+    fn deals_and_their_digests_keep_their_shape() {
+        let deal = round_trip::<Deal>("Deal");
+        texts_declared::<Deal>();
+        let items: Vec<Value> = deal.index_items().into_iter().map(stored).collect();
+        assert!(
+            items.contains(&stored(literal("DealIndex"))),
+            "the deal index item (its digest) changed: {items:?}"
+        );
+    }
+}

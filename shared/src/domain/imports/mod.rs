@@ -285,3 +285,16 @@ pub async fn get(store: &dyn Store, caller: &Caller, job_id: &str) -> ApiResult<
     )
     .await
 }
+
+/// The stored items of item_shapes/imports.json read back (domain::item_shapes).
+#[cfg(test)]
+mod shapes {
+    use crate::domain::item_shapes::{round_trip, texts_declared};
+
+    #[test]
+    fn import_jobs_and_their_chunks_keep_their_shape() {
+        round_trip::<crate::domain::imports::ImportJob>("ImportJob");
+        texts_declared::<crate::domain::imports::ImportJob>();
+        round_trip::<crate::domain::imports::Chunk>("ImportChunk");
+    }
+}

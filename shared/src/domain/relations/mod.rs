@@ -240,3 +240,29 @@ pub(crate) async fn stage_last_session(
     save(m, &mut conversation, current.as_ref())?;
     Ok(true)
 }
+
+/// The stored items of item_shapes/relations.json read back (domain::item_shapes).
+#[cfg(test)]
+mod shapes {
+    use serde_json::Value;
+
+    use super::{Conversation, Organization, index_item};
+    use crate::domain::item_shapes::{literal, round_trip, stored, texts_declared};
+
+    #[test]
+    fn relations_keep_their_shape() {
+        round_trip::<Organization>("Organization");
+        texts_declared::<Organization>();
+        let conversation = round_trip::<Conversation>("Conversation");
+        texts_declared::<Conversation>();
+        let items: Vec<Value> = conversation
+            .index_keys()
+            .into_iter()
+            .map(|key| stored(index_item(key, conversation.contact_id)))
+            .collect();
+        assert!(
+            items.contains(&stored(literal("RelationIndex"))),
+            "{items:?}"
+        );
+    }
+}

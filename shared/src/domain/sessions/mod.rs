@@ -25,3 +25,28 @@ pub use record::{
 };
 pub use write::{SessionLine, get, line_types, put, valid_id};
 pub(crate) use write::{erase_person, move_to_contact};
+
+/// The stored items of item_shapes/sessions.json read back (domain::item_shapes).
+#[cfg(test)]
+mod shapes {
+    use serde_json::Value;
+
+    use super::Session;
+    use crate::domain::item_shapes::{literal, round_trip, stored, texts_declared};
+
+    #[test]
+    fn sessions_and_their_digests_keep_their_shape() {
+        let session = round_trip::<Session>("Session");
+        texts_declared::<Session>();
+        let items: Vec<Value> = session
+            .index_items()
+            .expect("index items")
+            .into_iter()
+            .map(stored)
+            .collect();
+        assert!(
+            items.contains(&stored(literal("SessionIndex"))),
+            "the session index item (its digest) changed: {items:?}"
+        );
+    }
+}
