@@ -3,20 +3,24 @@
 The server starts on a folder holding examples/demo.jsonl. This script adds
 through the API the records the demo file has no line for (a dashboard and
 its snapshot, an import job, a checkout link, a welcome message, redirect
-sessions), reads the ids of every kind back through the API, and prints
-schemathesis settings that give each path parameter those ids half of the
-time, and the same to a few body and query fields (phones that parse, a
-deal's contact and tags, the deal list's caller). Without them the fuzzer's
-ids were all unknown: a GET or PATCH by id only ever met its 404, and
-schemathesis warned that 21 operations never reached their handler's logic
-(and, as 13 of those saw no 2xx, that they "returned only 401/403", the
-answers of its own requests without a token).
+sessions), reads back through the API the ids of every collection the
+served document lists (`GET /v3/things` beside `/v3/things/{id}`: a new
+group's records are seeded with no line here), and prints schemathesis
+settings that give each path parameter those ids half of the time, and the
+same to a few body and query fields (phones that parse, a deal's contact and
+tags, the deal list's caller). Without them the fuzzer's ids were all
+unknown: a GET or PATCH by id only ever met its 404, and schemathesis warned
+that 21 operations never reached their handler's logic (and, as 13 of those
+saw no 2xx, that they "returned only 401/403", the answers of its own
+requests without a token).
 
     python3 scripts/contract_seed.py BASE_URL TOKEN >> config.toml
 """
 
 import json
+import re
 import sys
+import urllib.parse
 import urllib.request
 
 BASE, TOKEN = sys.argv[1], sys.argv[2]
@@ -32,16 +36,6 @@ def call(method, path, body=None):
     )
     with urllib.request.urlopen(request) as answer:
         return json.load(answer)
-
-
-def ids(path):
-    return [item["id"] for item in call("GET", path)["data"]]
-
-
-def numbers(path):
-    """Ids the document types as integers (answered as strings): a string
-    would violate their schema, and schemathesis would expect a 4xx."""
-    return [int(i) for i in ids(path)]
 
 
 dashboard = call(
@@ -68,17 +62,66 @@ created = {
     "dashboards": [int(dashboard)],
     "snapshots": [snapshot],
 }
-listed = {
-    "tags": numbers("/v3/tags?limit=100"),
-    "contacts": numbers("/v3/contacts?limit=100"),
-    "deals": numbers("/v3/deals?roleId=1&isOwner=true&userId=7&limit=100"),
-    "campaigns": numbers("/v3/campaigns?limit=100"),
-    "products": numbers("/v3/products"),
-    "fields": numbers("/v3/custom-fields"),
-    "hours": numbers("/v3/business-hours"),
-    "sessions": ids("/v3/reports/sessions?limit=20"),
-    "audit": ids("/v3/audit?limit=20"),
-}
+# Collections whose records the fuzzer must not be handed: it could revoke
+# its own token (contract_hooks.py guards the one it knows of) or send test
+# deliveries; and the reference page, whose assets are not records.
+NOT_SEEDED = ("/v3/api-tokens", "/v3/webhooks", "/docs")
+# Query parameters a list requires, by collection: the deal list's caller.
+LIST_QUERIES = {"/v3/deals": {"roleId": 1, "isOwner": "true", "userId": 7}}
+
+
+def collections(document):
+    """The operations on `<collection>/{p}...` whose collection has a GET
+    list, by the collection's name (/v1 and /v3 share ids): its lists, and
+    each operation with its parameter and the parameter's type (which may
+    differ by method: a deal's GET takes an integer, its PATCH a string)."""
+    found = {}
+    for path, operations in document["paths"].items():
+        match = re.fullmatch(r"(/v[13](?:/[a-z-]+)+)/\{(\w+)\}(/.*)?", path)
+        if not match or match.group(1).startswith(NOT_SEEDED):
+            continue
+        collection, parameter = match.group(1), match.group(2)
+        if "get" not in document["paths"].get(collection, {}):
+            continue
+        # A dictionary name (a TOML bare key): "reports/sessions" -> "reports-sessions".
+        name = collection.split("/", 2)[2].replace("/", "-")
+        found.setdefault(name, {"lists": set(), "operations": []})
+        found[name]["lists"].add(collection)
+        for method, operation in operations.items():
+            if method not in ("get", "put", "post", "patch", "delete"):
+                continue
+            kinds = [
+                p.get("schema", {}).get("type", "string")
+                for p in operation.get("parameters", [])
+                if p.get("in") == "path" and p.get("name") == parameter
+            ]
+            operation_name = f"{method.upper()} {path}"
+            found[name]["operations"].append((operation_name, parameter, kinds[0] if kinds else "string"))
+    return found
+
+
+def listed_ids(document, collection):
+    """The ids of one page of the list, at its largest page size."""
+    query = dict(LIST_QUERIES.get(collection, {}))
+    for p in document["paths"][collection]["get"].get("parameters", []):
+        if p.get("name") == "limit":
+            query["limit"] = min(100, p.get("schema", {}).get("maximum", 100))
+    path = collection + ("?" + urllib.parse.urlencode(query) if query else "")
+    return [str(item["id"]) for item in call("GET", path)["data"]]
+
+
+document = call("GET", "/openapi.json")
+seeded = collections(document)
+listed = {}
+for name, found in sorted(seeded.items()):
+    # The newest version's list: /v3 answers every record /v1 does.
+    found_ids = listed_ids(document, max(found["lists"]))
+    listed[name] = found_ids
+    # Ids the document types as integers (answered as strings) are given as
+    # integers: a string would violate their schema, and schemathesis would
+    # expect a 4xx.
+    if all(i.isdigit() for i in found_ids):
+        listed[name + "-int"] = [int(i) for i in found_ids]
 # The reference page's files (functions/api-docs, ASSETS).
 assets = ["swagger-ui.css", "swagger-ui-bundle.js", "oauth2-redirect.html", "oauth2-redirect.js"]
 # Phones that parse, half of the time wherever a body has one: the schema
@@ -91,8 +134,11 @@ dictionaries = {
     **created,
     "assets": assets,
     "phones": phones,
+    # The names body fields use (body_fields below).
+    "contactIds": listed["contacts-int"],
+    "tagIds": listed["tags-int"],
     # A deal's products name them by string ids.
-    "productIds": [str(i) for i in listed["products"]],
+    "productIds": listed["products"],
     # The deal list's caller: the demo's owner (query_fields below).
     "roles": [1],
     "users": [7],
@@ -101,24 +147,23 @@ for name, values in dictionaries.items():
     if not values:
         sys.exit(f"{sys.argv[0]}: no {name} to seed the run with")
 
-# Each operation matches one entry: its path parameters and their ids.
+# Each operation matches one entry: its path parameters and their ids. The
+# collections' paths are derived above; these are the records created here.
 bindings = [
-    (r"^/v[13]/tags/\{id\}$", {"id": "tags"}),
-    (r"^/v[13]/contacts/\{id\}$", {"id": "contacts"}),
-    (r"^/v3/deals/\{id\}$", {"id": "deals"}),
-    (r"^/v3/campaigns/\{id\}(/.*)?$", {"id": "campaigns"}),
-    (r"^/v3/products/\{id\}$", {"id": "products"}),
-    (r"^/v[13]/custom-fields/\{id\}$", {"id": "fields"}),
-    (r"^/v3/business-hours/\{id\}$", {"id": "hours"}),
-    (r"^/v3/reports/sessions/\{id\}$", {"id": "sessions"}),
-    (r"^/v3/audit/\{id\}$", {"id": "audit"}),
-    (r"^/v3/contacts/import/\{id\}$", {"id": "imports"}),
-    (r"^/v3/workspaces/checkout-link/\{code\}(/.*)?$", {"code": "checkout"}),
-    (r"^/v3/workspaces/welcome-messages/\{id\}$", {"id": "welcome"}),
-    (r"^/v3/redirect-session/\{key\}$", {"key": "redirects"}),
-    (r"^/docs/\{asset\}$", {"asset": "assets"}),
-    (r"^/v3/dashboards/\{dashboardId\}(/snapshots)?$", {"dashboardId": "dashboards"}),
-    (r"^/v3/dashboards/\{dashboardId\}/snapshots/\{id\}$", {"dashboardId": "dashboards", "id": "snapshots"}),
+    ("include-name", operation, {parameter: name + ("-int" if kind == "integer" else "")})
+    for name, found in sorted(seeded.items())
+    for operation, parameter, kind in found["operations"]
+] + [
+    ("include-path-regex", regex, parameters)
+    for regex, parameters in [
+        (r"^/v3/contacts/import/\{id\}$", {"id": "imports"}),
+        (r"^/v3/workspaces/checkout-link/\{code\}(/.*)?$", {"code": "checkout"}),
+        (r"^/v3/workspaces/welcome-messages/\{id\}$", {"id": "welcome"}),
+        (r"^/v3/redirect-session/\{key\}$", {"key": "redirects"}),
+        (r"^/docs/\{asset\}$", {"asset": "assets"}),
+        (r"^/v3/dashboards/\{dashboardId\}(/snapshots)?$", {"dashboardId": "dashboards"}),
+        (r"^/v3/dashboards/\{dashboardId\}/snapshots/\{id\}$", {"dashboardId": "dashboards", "id": "snapshots"}),
+    ]
 ]
 
 print("\n# Written by scripts/contract_seed.py for this run.")
@@ -133,8 +178,8 @@ body_fields = {
     "contacts[*].phone": ("phones", 0.5),
     "contact.phone": ("phones", 0.5),
     "conversation.contactPhone": ("phones", 0.5),
-    "contactId": ("contacts", 0.9),
-    "tagIds[*]": ("tags", 0.9),
+    "contactId": ("contactIds", 0.9),
+    "tagIds[*]": ("tagIds", 0.9),
     "products[*].id": ("productIds", 0.9),
 }
 # The deal list's caller (the demo's owner): the list refuses a query
@@ -146,9 +191,9 @@ for field, (dictionary, probability) in body_fields.items():
     print(f'"body.{field}" = {{ dictionary = "{dictionary}", probability = {probability} }}')
 for field, dictionary in query_fields.items():
     print(f'"query.{field}" = {{ dictionary = "{dictionary}", probability = 0.5 }}')
-for regex, parameters in bindings:
+for selector, value, parameters in bindings:
     settings = ", ".join(
         f'"path.{parameter}" = {{ dictionary = "{dictionary}", probability = 0.5 }}'
         for parameter, dictionary in parameters.items()
     )
-    print(f"\n[[operations]]\ninclude-path-regex = {json.dumps(regex)}\nparameters = {{ {settings} }}")
+    print(f"\n[[operations]]\n{selector} = {json.dumps(value)}\nparameters = {{ {settings} }}")

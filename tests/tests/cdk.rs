@@ -8,6 +8,8 @@
 // Its own folder: suites are loaded by `#[path]` (tests/build.rs).
 #[path = "cdk/model.rs"]
 pub(crate) mod model;
+#[path = "cdk/sam.rs"]
+mod sam;
 
 use api_tests::serde_json::json;
 use model::{cdk, from_cdk, from_sam, sam};
@@ -47,6 +49,31 @@ fn the_cdk_function_list_is_generated_from_the_code() {
     assert!(
         checked_in == generated,
         "infra/functions.json is not what the code declares; run \
+         `UPDATE_INFRA=1 cargo test -p api-tests --test api cdk::` and commit it"
+    );
+}
+
+/// The SAM template's API functions (with their log groups and alarms) are
+/// made from the groups' declarations and routes; the workers, the table,
+/// the queues and the bucket around them are written by hand.
+#[test]
+fn the_sam_functions_are_generated_from_the_code() {
+    let path = model::root().join("infra/template.yaml");
+    let text = std::fs::read_to_string(&path).expect("infra/template.yaml");
+    let (before, rest) = text
+        .split_once(sam::BEGIN)
+        .expect("the template's first marker line (tests/tests/cdk/sam.rs BEGIN)");
+    let (_, after) = rest
+        .split_once(sam::END)
+        .expect("the template's last marker line (tests/tests/cdk/sam.rs END)");
+    let generated = format!("{before}{}{after}", sam::functions(&crm::groups()));
+    if std::env::var_os("UPDATE_INFRA").is_some() {
+        std::fs::write(&path, &generated).expect("infra/template.yaml written");
+    }
+    let checked_in = std::fs::read_to_string(&path).expect("infra/template.yaml");
+    assert!(
+        checked_in == generated,
+        "infra/template.yaml's API functions are not what the code declares; run \
          `UPDATE_INFRA=1 cargo test -p api-tests --test api cdk::` and commit it"
     );
 }

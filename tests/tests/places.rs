@@ -22,8 +22,6 @@ const PLACES: &[(&str, &str)] = &[
     ("shared/src/auth/scope.rs", "its entry in `resources!`: its scope resource and its event types"),
     ("cli/Cargo.toml", "its function crate"),
     ("cli/src/lib.rs", "its line in `groups()`"),
-    ("infra/template.yaml", "its function, log group and two alarms"),
-    ("scripts/contract_seed.py", "its records' ids, so that the contract run reaches them"),
     ("examples/generate-demo.py", "its demo records"),
     ("docs/spec-coverage.md", "its routes' rows"),
     ("docs/api-contract.md", "its rules; its event types' row in the events table"),
@@ -35,6 +33,7 @@ const PLACES: &[(&str, &str)] = &[
 const GENERATED: &[(&str, &str)] = &[
     ("docs/openapi.json", "UPDATE_OPENAPI=1 cargo test -p api-tests --test api openapi::"),
     ("infra/functions.json", "UPDATE_INFRA=1 cargo test -p api-tests --test api cdk::"),
+    ("infra/template.yaml", "the API functions: UPDATE_INFRA=1 cargo test -p api-tests --test api cdk::"),
     ("examples/demo.jsonl", "python3 examples/generate-demo.py"),
     ("Cargo.lock", "cargo, on the next build"),
 ];

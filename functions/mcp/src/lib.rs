@@ -29,6 +29,9 @@ pub const VERSIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
 
 pub fn group() -> Group {
     Group::new("mcp")
+        // Each tool call is relayed through the routes of the groups linked
+        // into it, so it needs what they need. 12 s: a keyed call stopped at
+        // the idempotency deadline (10 s) is still answered.
         .deployed("POST /mcp: tools for AI agents over the contacts, deals, tags, reports and events routes", |f| f.actions(&[READ, BATCH, WRITE]).index().timeout(12))
         .post("/mcp", serve)
         .summary("MCP (Streamable HTTP, stateless): tools for AI agents over this API")

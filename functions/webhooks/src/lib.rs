@@ -17,6 +17,7 @@ use shared::record::Event;
 
 pub fn group() -> Group {
     Group::new("webhooks")
+        // 25 s: a ping waits for the endpoint's answer (15 s at most).
         .deployed("/v3/webhooks (endpoints, secrets, delivery logs, replays)", |f| f.actions(&[READ, BATCH, WRITE]).sends(Queue::Deliveries).timeout(25))
         .scoped(Resource::Webhooks)
         .post("/v3/webhooks", create)
