@@ -1,9 +1,34 @@
 //! `crm::groups()`, written from this crate's manifest: every dependency on a
 //! crate of `functions/` is a resource group, served in the order listed
 //! there. A new group is its dependency line, with no list to keep beside it
-//! (issue #46).
+//! (issue #46). `tests/tests/places.rs` holds that every crate of
+//! `functions/` but the workers is one of them.
 
 use std::fmt::Write;
+
+/// The one form read: `name = { path = "../functions/name" }`. Any other
+/// line naming `functions/` is refused rather than skipped, since a group
+/// left out would vanish from every list made from `groups()`.
+fn function_crate(line: &str, in_dependencies: bool) -> Option<String> {
+    if !line.contains("functions/") {
+        return None;
+    }
+    let (name, rest) = line.split_once('=').unwrap_or_default();
+    let name = name.trim();
+    let dir = rest
+        .trim()
+        .strip_prefix("{ path = \"../functions/")
+        .and_then(|rest| rest.strip_suffix("\" }"));
+    assert!(
+        in_dependencies
+            && dir == Some(name)
+            && !name.is_empty()
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'),
+        "cli/Cargo.toml: write a function crate as `name = {{ path = \"../functions/name\" }}` \
+         under [dependencies]: {line}"
+    );
+    Some(name.replace('-', "_"))
+}
 
 fn main() {
     println!("cargo:rerun-if-changed=Cargo.toml");
@@ -11,23 +36,16 @@ fn main() {
     let mut groups = Vec::new();
     let mut in_dependencies = false;
     for line in manifest.lines() {
-        let line = line.trim();
+        let line = line.split('#').next().unwrap_or_default().trim();
         if line.starts_with('[') {
             in_dependencies = line == "[dependencies]";
-            continue;
+            assert!(
+                !line.contains("functions"),
+                "cli/Cargo.toml: write a function crate as one line under [dependencies]: {line}"
+            );
+        } else if let Some(group) = function_crate(line, in_dependencies) {
+            groups.push(group);
         }
-        if !in_dependencies || !line.contains("path = \"../functions/") {
-            continue;
-        }
-        let name = line.split('=').next().unwrap_or_default().trim();
-        assert!(
-            !name.is_empty()
-                && name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'),
-            "cli/Cargo.toml: a function crate's line names no crate: {line}"
-        );
-        groups.push(name.replace('-', "_"));
     }
     assert!(
         !groups.is_empty(),

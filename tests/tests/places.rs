@@ -159,3 +159,28 @@ fn every_file_that_names_every_group_is_counted() {
         );
     }
 }
+
+/// `crm::groups()` is made from cli/Cargo.toml (cli/build.rs), and the
+/// document, the template's functions and the CDK list from the groups: a
+/// function crate left out of cli/Cargo.toml would be in none of them, and
+/// no other test would see it missing. So every crate of functions/ is a
+/// group, or one of the workers, which have no routes.
+#[test]
+fn every_function_crate_is_a_group_or_a_worker() {
+    const WORKERS: [&str; 3] = ["job-worker", "webhook-dispatcher", "webhook-sender"];
+    let groups: Vec<&str> = crm::groups().iter().map(|g| g.name).collect();
+    let mut crates = 0;
+    for entry in std::fs::read_dir(root().join("functions")).unwrap().flatten() {
+        if !entry.path().join("Cargo.toml").exists() {
+            continue;
+        }
+        crates += 1;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        assert!(
+            groups.contains(&name.as_str()) || WORKERS.contains(&name.as_str()),
+            "functions/{name} is no group of crm::groups(): add \
+             `{name} = {{ path = \"../functions/{name}\" }}` to cli/Cargo.toml"
+        );
+    }
+    assert_eq!(crates, groups.len() + WORKERS.len(), "{groups:?}");
+}

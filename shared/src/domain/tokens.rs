@@ -315,7 +315,7 @@ mod shapes {
     fn tokens_keep_their_shape() {
         round_trip::<crate::domain::tokens::ApiToken>("ApiToken");
         texts_declared::<crate::domain::tokens::ApiToken>();
-        round_trip::<crate::auth::TokenSecret>("TokenSecret");
-        texts_declared::<crate::auth::TokenSecret>();
+        round_trip::<super::TokenSecret>("TokenSecret");
+        texts_declared::<super::TokenSecret>();
     }
 }

@@ -286,5 +286,6 @@ mod shapes {
         round_trip_deleted::<crate::domain::welcome::WelcomeMessage>("WelcomeMessage");
         texts_declared::<crate::domain::welcome::WelcomeMessage>();
         round_trip_deleted::<crate::domain::welcome::Sent>("WelcomeSent");
+        texts_declared::<crate::domain::welcome::Sent>();
     }
 }

@@ -132,11 +132,20 @@ pub fn function(group: &Group) -> String {
         }
     }
     writeln!(o, "      Events:").unwrap();
+    let mut names = std::collections::BTreeSet::new();
     for route in group.routes() {
+        let name = event_name(&route.operation_id);
+        // Two handlers of one name in two modules of a group would be one
+        // YAML key twice: a template that loads, with a route lost.
+        assert!(
+            names.insert(name.clone()),
+            "{}: two routes' events would both be named {name} ({})",
+            f.binary,
+            route.operation_id
+        );
         writeln!(
             o,
-            "        {}: {{ Type: HttpApi, Properties: {{ ApiId: !Ref HttpApi, Method: {}, Path: {} }} }}",
-            event_name(&route.operation_id),
+            "        {name}: {{ Type: HttpApi, Properties: {{ ApiId: !Ref HttpApi, Method: {}, Path: {} }} }}",
             route.method,
             quoted(route.path)
         )

@@ -296,5 +296,6 @@ mod shapes {
         round_trip::<crate::domain::imports::ImportJob>("ImportJob");
         texts_declared::<crate::domain::imports::ImportJob>();
         round_trip::<crate::domain::imports::Chunk>("ImportChunk");
+        texts_declared::<crate::domain::imports::Chunk>();
     }
 }
