@@ -64,8 +64,12 @@ created = {
 }
 # Collections whose records the fuzzer must not be handed: it could revoke
 # its own token (contract_hooks.py guards the one it knows of) or send test
-# deliveries; and the reference page, whose assets are not records.
-NOT_SEEDED = ("/v3/api-tokens", "/v3/webhooks", "/docs")
+# deliveries.
+NOT_SEEDED = ("/v3/api-tokens", "/v3/webhooks")
+# Operations that would take the demo's records away from the rest of the
+# run (an erased or merged contact is a 404 to every later request that
+# names it, the deals' contactId among them).
+NOT_SEEDED_OPERATIONS = ("POST /v3/contacts/{id}/erase", "POST /v3/contacts/{id}/merge")
 # Query parameters a list requires, by collection: the deal list's caller.
 LIST_QUERIES = {"/v3/deals": {"roleId": 1, "isOwner": "true", "userId": 7}}
 
@@ -96,6 +100,8 @@ def collections(document):
                 if p.get("in") == "path" and p.get("name") == parameter
             ]
             operation_name = f"{method.upper()} {path}"
+            if operation_name in NOT_SEEDED_OPERATIONS:
+                continue
             found[name]["operations"].append((operation_name, parameter, kinds[0] if kinds else "string"))
     return found
 
@@ -149,8 +155,15 @@ for name, values in dictionaries.items():
 
 # Each operation matches one entry: its path parameters and their ids. The
 # collections' paths are derived above; these are the records created here.
+def dictionary(name, kind):
+    """The ids of `name` as the parameter's type has them: integers where
+    the ids are all digits (else the strings, which the fuzzer then sends
+    as invalid data, expecting a 4xx)."""
+    return name + "-int" if kind == "integer" and name + "-int" in listed else name
+
+
 bindings = [
-    ("include-name", operation, {parameter: name + ("-int" if kind == "integer" else "")})
+    ("include-name", operation, {parameter: dictionary(name, kind)})
     for name, found in sorted(seeded.items())
     for operation, parameter, kind in found["operations"]
 ] + [
