@@ -191,7 +191,7 @@ fn rows(args: &Args, token: &str, ids: &[(&str, String)]) -> Vec<Row> {
     let tag_id = ids[0].1.parse().unwrap_or(0);
     let tag = shared::keys::tag(
         shared::ids::WorkspaceId(workspace),
-        shared::ids::TagId(tag_id),
+        shared::keys::TagId(tag_id),
     );
     PLAN.iter()
         .filter(|(f, ..)| args.only.is_empty() || args.only.iter().any(|o| o == f))

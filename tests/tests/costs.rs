@@ -21,7 +21,7 @@ api_test! {
         let id: u64 = tag["id"].as_str().unwrap().parse().unwrap();
         let caller = Caller::system(1, "test");
         let cost = cost_of(&app, || async {
-            shared::domain::tags::get(app.store.as_ref(), &caller, shared::ids::TagId(id)).await.unwrap();
+            shared::domain::tags::get(app.store.as_ref(), &caller, shared::keys::TagId(id)).await.unwrap();
         })
         .await;
         assert_eq!((cost.gets, cost.queries, cost.batch_gets), (1, 0, 0));

@@ -15,9 +15,7 @@ use std::path::{Path, PathBuf};
 /// The files a plain new group edits, with what it adds to each.
 #[rustfmt::skip]
 const PLACES: &[(&str, &str)] = &[
-    ("shared/src/ids/mod.rs", "its id type (`id_type!`, which also reads it from a path)"),
-    ("shared/src/keys/records.rs", "its key builders"),
-    ("shared/src/keys/mod.rs", "their rows in the access-pattern table"),
+    ("shared/src/keys/records.rs", "its id type (`id_type!`), its key builders, their access-pattern rows"),
     ("shared/src/domain/mod.rs", "`pub mod`; its call in `line_types()`"),
     ("shared/src/auth/scope.rs", "its entry in `resources!`: its scope resource and its event types"),
     ("cli/Cargo.toml", "its function crate (cli/build.rs makes `groups()` from these lines)"),

@@ -5,7 +5,7 @@ use shared::auth::Resource;
 use shared::deploy::READ;
 use shared::domain::business_hours::{self, BusinessHourView};
 use shared::http::{Ctx, Group, InPath, Params, Reply};
-use shared::ids::BusinessHourId;
+use shared::keys::BusinessHourId;
 use shared::page::{ListPage, OffsetQuery};
 
 pub fn group() -> Group {

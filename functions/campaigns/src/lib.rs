@@ -10,7 +10,7 @@ use shared::domain::campaigns::{
 use shared::http::{
     Body, Create, Created, Ctx, Group, InPath, Params, PathParam, Reply, Saved, created,
 };
-use shared::ids::CampaignId;
+use shared::keys::CampaignId;
 use shared::page::ListPage;
 
 pub fn group() -> Group {

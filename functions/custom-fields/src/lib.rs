@@ -5,7 +5,7 @@ use shared::auth::Resource;
 use shared::deploy::READ;
 use shared::domain::custom_fields::{self, CustomFieldV1, CustomFieldView};
 use shared::http::{Ctx, Group, InPath, Params, Reply};
-use shared::ids::CustomFieldId;
+use shared::keys::CustomFieldId;
 use shared::page::{CursorPage, CursorQuery, ListPage, OffsetQuery};
 
 pub fn group() -> Group {

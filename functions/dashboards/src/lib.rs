@@ -6,7 +6,7 @@ use shared::auth::Resource;
 use shared::deploy::{Queue, READ};
 use shared::domain::dashboards::{self, DashboardCreate, DashboardView, Snapshot, SnapshotCreate};
 use shared::http::{Body, Created, Ctx, Group, InPath, Params, Reply, created};
-use shared::ids::DashboardId;
+use shared::keys::DashboardId;
 use shared::page::{ListPage, OffsetQuery};
 
 pub fn group() -> Group {

@@ -10,7 +10,7 @@ use shared::domain::events::{EventPage, HistoryQuery};
 use shared::http::{
     Body, Created, Ctx, Group, Grouped, InPath, Meter, MultiStatus, Params, PathKey, Reply, created,
 };
-use shared::ids::DealId;
+use shared::keys::DealId;
 use shared::page::ListPage;
 
 pub fn group() -> Group {

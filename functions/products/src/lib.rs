@@ -7,7 +7,7 @@ use shared::deploy::{READ, WRITE};
 use shared::domain::batch::{self, BatchAnswer, BatchRequest, ProductOp};
 use shared::domain::products::{self, ProductPatch, ProductView};
 use shared::http::{Body, Ctx, Group, InPath, Meter, MultiStatus, Params, Reply};
-use shared::ids::ProductId;
+use shared::keys::ProductId;
 use shared::page::{ListPage, OffsetQuery};
 
 pub fn group() -> Group {

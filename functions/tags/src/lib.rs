@@ -9,7 +9,7 @@ use shared::http::{
     Body, Created, Ctx, Group, InPath, Linked, Meter, MultiStatus, Params, Reply, created,
     next_link,
 };
-use shared::ids::TagId;
+use shared::keys::TagId;
 use shared::page::{CursorQuery, ListPage, OffsetQuery};
 
 pub fn group() -> Group {

@@ -6,7 +6,7 @@
 //! is claimed in the same transaction as the tag, so of two concurrent creates
 //! of one name exactly one succeeds and the other gets 409.
 
-use crate::ids::TagId;
+use crate::keys::TagId;
 use crate::patch::Patch;
 use serde::{Deserialize, Serialize};
 use validator::Validate;

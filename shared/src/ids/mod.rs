@@ -91,7 +91,7 @@ pub fn padded(id: u64) -> String {
 /// (docs, `#[schemars(inline)]`) pass through.
 macro_rules! id_type {
     ($(#[$meta:meta])* $name:ident) => {
-        id_type!($(#[$meta])* $name as "id");
+        $crate::ids::id_type!($(#[$meta])* $name as "id");
     };
     ($(#[$meta:meta])* $name:ident as $param:literal) => {
         #[derive(
@@ -130,16 +130,21 @@ macro_rules! id_type {
             }
         }
 
-        impl IdType for $name {
+        impl $crate::ids::IdType for $name {
             const PATH_PARAM: &'static str = $param;
         }
     };
 }
 
+// Invoked where a record's keys are (`crate::keys`), beside its builders.
+pub(crate) use id_type;
+
 /// A numeric id type, as [`id_type!`] declares it. Its path parameter
 /// (`{id}`, or the name given with `as`) is read by `InPath<ItsType>`
 /// (`crate::http::PathParam` is implemented for every one), so a new id
-/// type is one declaration here and nothing in the HTTP layer.
+/// type is one declaration, beside its record's key builders in `crate::keys`
+/// (a record's id is the part of its key that names it), and nothing in the
+/// HTTP layer. The workspace's is here: every layer takes it.
 pub trait IdType: From<u64> + Copy {
     const PATH_PARAM: &'static str;
 }
@@ -150,68 +155,6 @@ id_type!(
     // entity id is expected (or the reverse): the key builders take it
     // first, and no key of a tenant can be built without it.
     WorkspaceId
-);
-
-id_type!(
-    /// A contact's id.
-    // Typed where it sits beside another entity's id (an organization link, a
-    // deal's contact), so the two cannot be swapped.
-    #[schemars(inline)]
-    ContactId
-);
-
-id_type!(
-    /// A deal's id.
-    #[schemars(inline)]
-    DealId
-);
-
-id_type!(
-    /// A tag's id.
-    #[schemars(inline)]
-    TagId
-);
-
-id_type!(
-    /// A campaign's id.
-    #[schemars(inline)]
-    CampaignId
-);
-
-id_type!(
-    /// A dashboard's id.
-    #[schemars(inline)]
-    DashboardId as "dashboardId"
-);
-
-id_type!(
-    /// An organization's id.
-    #[schemars(inline)]
-    OrganizationId
-);
-
-id_type!(
-    /// A conversation's id.
-    #[schemars(inline)]
-    ConversationId
-);
-
-id_type!(
-    /// A catalog product's id.
-    #[schemars(inline)]
-    ProductId
-);
-
-id_type!(
-    /// A custom field's id.
-    #[schemars(inline)]
-    CustomFieldId
-);
-
-id_type!(
-    /// A business-hours record's id.
-    #[schemars(inline)]
-    BusinessHourId
 );
 
 pub(crate) const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";

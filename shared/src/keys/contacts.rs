@@ -1,9 +1,45 @@
 //! Contacts and what hangs on them: phone, e-mail and name-word index items,
 //! organizations, conversations and last sessions.
+//!
+//! Contact ids are time-ordered, so creation order is id order and a creation
+//! window is an id range (`ids::id_range`): no creation-time index is needed.
+//! The index items of a contact (phone, e-mail, words, new) are written in the
+//! contact's own transaction, so they are never out of step with it.
+//!
+//! | Entity            | Access pattern                         | Index | pk                    | sk                      |
+//! |-------------------|----------------------------------------|-------|-----------------------|-------------------------|
+//! | Contact           | by id; list or time window by creation | table | `W#<ws>#CONTACT`      | `<id:16>`               |
+//! | Contact           | list by name                           | gsi1  | `W#<ws>#CONTACTNAME`  | `<folded name>#<id:16>` |
+//! | New contact       | `newContact=true`, by creation         | table | `W#<ws>#NEWCONTACT`   | `<id:16>`               |
+//! | Contact phone     | phone identity (unique per workspace)  | table | `W#<ws>#PHONE`        | `<E.164>`               |
+//! | Contact e-mail    | exact e-mail, without case             | table | `W#<ws>#EMAIL`        | `<email>#<id:16>`       |
+//! | E-mail held       | the first contact to hold an e-mail (a later one marks it shared) | table | `W#<ws>#EMAILHELD` | `<email>` |
+//! | Shared e-mail     | duplicates: e-mails of two contacts or more | table | `W#<ws>#DUPLICATE` | `email#<email>` |
+//! | Contact external id | upsert by `externalId`, exact        | table | `W#<ws>#EXTERNALID`   | `<externalId>#<id:16>`  |
+//! | Contact name word | search by a word's first letters       | table | `W#<ws>#NAMEWORD`     | `<word>#<id:16>`        |
+//! | Merged contact    | a merged id's survivor                 | table | `W#<ws>#MERGED`       | `<id:16>`               |
+//! | Contact merge     | by id (the job of a merge)             | table | `W#<ws>#MERGE`        | `<ulid>`                |
+//! | Contact merging   | a contact one merge job is merging away | table | `W#<ws>#MERGING`     | `<id:16>`               |
+//! | Erased contact    | the erasure ledger: ids and a time only | table | `W#<ws>#ERASED`      | `<id:16>`               |
+//! | Erased contact    | every workspace's ledger (`crm erasures apply`) | gsi1 | `ERASURES`     | `<at>#<ws>#<id:16>`     |
+//! | Organization      | by id                                  | table | `W#<ws>#ORG`          | `<id:16>`               |
+//! | Organization link | the contacts of an organization        | table | `W#<ws>#ORG#<org>`    | `<contact:16>`          |
+//! | Conversation      | by id                                  | table | `W#<ws>#CONVERSATION` | `<id:16>`               |
+//! | Conversation      | a contact's (a merge moves them)       | gsi1  | `W#<ws>#CONVERSATIONS#<contact>` | `<id:16>`    |
+//! | Last session      | contacts by last-session time          | table | `W#<ws>#LASTSESSION`  | `<time>#<contact:16>#<conversation:16>` |
+//! | Last session      | the same, in one segment               | table | `W#<ws>#SEGMENT#<seg>`| `<time>#<contact:16>#<conversation:16>` |
 
 use super::collection;
-use crate::ids::{ContactId, ConversationId, OrganizationId, WorkspaceId, padded};
+use crate::ids::{WorkspaceId, id_type, padded};
 use crate::store::Key;
+
+id_type!(
+    /// A contact's id.
+    // Typed where it sits beside another entity's id (an organization link, a
+    // deal's contact), so the two cannot be swapped.
+    #[schemars(inline)]
+    ContactId
+);
 
 pub fn contact(workspace_id: WorkspaceId, contact_id: u64) -> Key {
     Key::new(contacts(workspace_id), padded(contact_id))
@@ -97,6 +133,12 @@ pub fn contact_word(workspace_id: WorkspaceId, word: &str, contact_id: u64) -> K
     )
 }
 
+id_type!(
+    /// An organization's id.
+    #[schemars(inline)]
+    OrganizationId
+);
+
 pub fn organization(workspace_id: WorkspaceId, organization_id: OrganizationId) -> Key {
     Key::new(collection(workspace_id, "ORG"), padded(organization_id.0))
 }
@@ -115,6 +157,12 @@ pub fn organization_contact(
         padded(contact_id),
     )
 }
+
+id_type!(
+    /// A conversation's id.
+    #[schemars(inline)]
+    ConversationId
+);
 
 pub fn conversation(workspace_id: WorkspaceId, conversation_id: ConversationId) -> Key {
     Key::new(

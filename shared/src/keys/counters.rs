@@ -1,7 +1,15 @@
 //! Counters: a list's `totalCount` over shards, and the admin audit counter.
+//!
+//! | Entity            | Access pattern                         | Index | pk                    | sk                      |
+//! |-------------------|----------------------------------------|-------|-----------------------|-------------------------|
+//! | Counter           | `totalCount` of a list (shard 0)       | table | `W#<ws>`              | `COUNT#<list>`          |
+//! | Counter shard     | the same, shard 1..N-1 ([`counter_shards`]) | table | `W#<ws>#COUNT#<shard>` | `COUNT#<list>`    |
+//! | Audit counter     | `totalCount` of the admin list (shard 0; 1..7 read only, from before) | table | `AUDIT` | `COUNT#<shard>` |
+//! | Audit counter shard | the same, shard 1..15               | table | `AUDIT#COUNT#<shard>` | `COUNT#0`               |
 
+use super::DashboardId;
 use super::{ALL_AUDIT, ws};
-use crate::ids::{DashboardId, WorkspaceId};
+use crate::ids::WorkspaceId;
 use crate::store::Key;
 
 /// Shards of the admin audit counter, which every mutation of the service

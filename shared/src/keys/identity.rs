@@ -1,5 +1,15 @@
 //! Tokens, their secrets, audit entries (and the admin view's index shards),
 //! and idempotency keys: who acted, and what was already done.
+//!
+//! | Entity            | Access pattern                         | Index | pk                    | sk                      |
+//! |-------------------|----------------------------------------|-------|-----------------------|-------------------------|
+//! | API token         | by id; list in creation order          | table | `W#<ws>#TOKEN`        | `<ulid>`                |
+//! | Token secret      | authenticate a bearer token            | table | `SECRET#<sha256 hex>` | `SECRET`                |
+//! | Audit entry       | by id; list newest first               | table | `W#<ws>#AUDIT`        | `<ulid>`                |
+//! | Audit entry       | every workspace, newest first (admin)  | gsi1  | `AUDIT#<shard 0..15>` (and `AUDIT`, from before) | `<ulid>` |
+//! | Event             | the feed, in the order events happened (after a cursor) | table | `W#<ws>#EVENT` | `<ulid>`           |
+//! | Event             | one record's history, oldest first     | gsi1  | `W#<ws>#HISTORY#<resource>#<id>` | `<ulid>`     |
+//! | Idempotency record | a keyed request's stored answer (TTL) | table | `W#<ws>#IDEMPOTENCY` | `<key sha256>` |
 
 use super::collection;
 use crate::ids::WorkspaceId;

@@ -1,4 +1,9 @@
 //! Rate limits: a workspace's buckets and its own limits, in one partition.
+//!
+//! | Entity            | Access pattern                         | Index | pk                    | sk                      |
+//! |-------------------|----------------------------------------|-------|-----------------------|-------------------------|
+//! | Rate bucket       | a token's bucket (by a prefix of its SHA-256), or the workspace's own | table | `W#<ws>#RATE` | `TOKEN#<prefix>` or `WORKSPACE` |
+//! | Rate limits       | a workspace's own limits               | table | `W#<ws>#RATE`         | `LIMITS`                |
 
 use super::collection;
 use crate::ids::WorkspaceId;

@@ -1,13 +1,50 @@
 //! Every other resource: tags, products, deals, custom fields, business hours,
 //! dashboards and snapshots, imports, welcome messages, billing, churn
 //! reasons, redirects, sessions, campaigns, rollups and local jobs.
+//!
+//! | Entity            | Access pattern                         | Index | pk                    | sk                      |
+//! |-------------------|----------------------------------------|-------|-----------------------|-------------------------|
+//! | Tag               | by id; list in creation order          | table | `W#<ws>#TAG`          | `<id:16>`               |
+//! | Tag name          | uniqueness per workspace (sentinel)    | table | `W#<ws>#UNIQUE`       | `TAGNAME#<normalized>`  |
+//! | Product           | by id; list in id order                | table | `W#<ws>#PRODUCT`      | `<id:16>`               |
+//! | Custom field      | by id; list in id order                | table | `W#<ws>#CUSTOMFIELD`  | `<id:16>`               |
+//! | Business hour     | by id; list in id order                | table | `W#<ws>#BUSINESSHOUR` | `<id:16>`               |
+//! | Dashboard         | by id                                  | table | `W#<ws>#DASHBOARD`    | `<id:16>`               |
+//! | Snapshot          | by id; a dashboard's, newest first     | table | `W#<ws>#SNAPSHOT#<dashboard>` | `<ulid>`        |
+//! | Deal              | by id; list or window by creation      | table | `W#<ws>#DEAL`         | `<id:16>`               |
+//! | Deal index        | by stage, status, operator, pipeline, contact, tag, product (with a digest) | table | `W#<ws>#DEAL#<KIND>#<value>` | `<id:16>` |
+//! | Import job        | by id                                  | table | `W#<ws>#IMPORT`       | `<ulid>`                |
+//! | Import chunk      | the contacts of a job, until it is done | table | `W#<ws>#IMPORT#<job>` | `CHUNK#<n:4>`           |
+//! | Bulk import       | by id                                  | table | `W#<ws>#BULKIMPORT`   | `<ulid>`                |
+//! | Bulk import row   | a row's mark: its change landed (TTL)  | table | `W#<ws>#BULKIMPORT#<job>#ROW` | `ROW#<row:10>`  |
+//! | Bulk import errors | a window's failed rows, by its first row (TTL) | table | `W#<ws>#BULKIMPORT#<job>#ERR` | `ROW#<row:10>` |
+//! | Bulk export       | by id                                  | table | `W#<ws>#BULKEXPORT`   | `<ulid>`                |
+//! | Welcome message   | by id (the outbox)                     | table | `W#<ws>#WELCOME`      | `<ulid>`                |
+//! | Welcome message   | by recipient (an erasure finds them)   | gsi1  | `W#<ws>#WELCOMETO#<e164>` | `<ulid>`            |
+//! | Welcome sent      | the same message within the window     | table | `W#<ws>#WELCOMESENT`  | `<e164>#<content sha256>` |
+//! | Checkout link     | by code                                | table | `W#<ws>#CHECKOUT`     | `<code>`                |
+//! | Checkout code     | the workspace of a code (callback)     | table | `CHECKOUT#<code>`     | `CHECKOUT`              |
+//! | Order             | by id; list newest first               | table | `W#<ws>#ORDER`        | `<id:16>`               |
+//! | Churn reason      | the suggestion list (every workspace)  | table | `CHURNREASON`         | `<folded reason>`       |
+//! | Redirect session  | by key, read once                      | table | `W#<ws>#REDIRECT`     | `<key>`                 |
+//! | Session           | by id (`PUT`/`GET /v3/reports/sessions/{id}`) | table | `W#<ws>#SESSION` | `<id>`            |
+//! | Session index     | by creation (all) or finish, and by operator, group, bot, channel, tag, campaign, conversation, phone (with a digest) | table | `W#<ws>#SESSIONS#<KIND>#<value>` | `<time>#<id>` |
+//! | Campaign          | by id; list newest first               | table | `W#<ws>#CAMPAIGN`     | `<id:16>`               |
+//! | Campaign index    | by status, channel, name word (with a digest) | table | `W#<ws>#CAMPAIGNS#<KIND>#<value>` | `<id:16>` or `<word>#<id:16>` |
+//! | Campaign report   | a results report counted once (sentinel) | table | `W#<ws>#CAMPAIGNREPORT#<id>` | `<report id>` |
+//! | Rollup            | a metric per day (and dimension), moved with the writes | table | `W#<ws>#ROLLUP#<series>` | `<day>` or `<day>#<dimension>` |
+//! | Local job         | jobs the in-process queue has not run  | table | `LOCALQUEUE`          | `<ulid>`                |
+//! | Local dead job    | jobs that failed every run (local)     | table | `LOCALQUEUE#DEAD`     | `<ulid>`                |
 
 use super::collection;
-use crate::ids::{
-    BusinessHourId, CampaignId, CustomFieldId, DashboardId, DealId, ProductId, TagId, WorkspaceId,
-    padded,
-};
+use crate::ids::{WorkspaceId, id_type, padded};
 use crate::store::Key;
+
+id_type!(
+    /// A tag's id.
+    #[schemars(inline)]
+    TagId
+);
 
 pub fn tag(workspace_id: WorkspaceId, tag_id: TagId) -> Key {
     Key::new(collection(workspace_id, "TAG"), padded(tag_id.0))
@@ -24,6 +61,12 @@ pub fn tag_name(workspace_id: WorkspaceId, normalized_name: &str) -> Key {
     )
 }
 
+id_type!(
+    /// A catalog product's id.
+    #[schemars(inline)]
+    ProductId
+);
+
 pub fn product(workspace_id: WorkspaceId, product_id: ProductId) -> Key {
     Key::new(products(workspace_id), padded(product_id.0))
 }
@@ -31,6 +74,12 @@ pub fn product(workspace_id: WorkspaceId, product_id: ProductId) -> Key {
 pub fn products(workspace_id: WorkspaceId) -> String {
     collection(workspace_id, "PRODUCT")
 }
+
+id_type!(
+    /// A deal's id.
+    #[schemars(inline)]
+    DealId
+);
 
 pub fn deal(workspace_id: WorkspaceId, deal_id: DealId) -> Key {
     Key::new(deals(workspace_id), padded(deal_id.0))
@@ -45,6 +94,12 @@ pub fn deals_by(workspace_id: WorkspaceId, kind: &str, value: &str) -> String {
     collection(workspace_id, &format!("DEAL#{kind}#{value}"))
 }
 
+id_type!(
+    /// A custom field's id.
+    #[schemars(inline)]
+    CustomFieldId
+);
+
 pub fn custom_field(workspace_id: WorkspaceId, id: CustomFieldId) -> Key {
     Key::new(custom_fields(workspace_id), padded(id.0))
 }
@@ -53,6 +108,12 @@ pub fn custom_fields(workspace_id: WorkspaceId) -> String {
     collection(workspace_id, "CUSTOMFIELD")
 }
 
+id_type!(
+    /// A business-hours record's id.
+    #[schemars(inline)]
+    BusinessHourId
+);
+
 pub fn business_hour(workspace_id: WorkspaceId, id: BusinessHourId) -> Key {
     Key::new(business_hours(workspace_id), padded(id.0))
 }
@@ -60,6 +121,12 @@ pub fn business_hour(workspace_id: WorkspaceId, id: BusinessHourId) -> Key {
 pub fn business_hours(workspace_id: WorkspaceId) -> String {
     collection(workspace_id, "BUSINESSHOUR")
 }
+
+id_type!(
+    /// A dashboard's id.
+    #[schemars(inline)]
+    DashboardId as "dashboardId"
+);
 
 pub fn dashboard(workspace_id: WorkspaceId, id: DashboardId) -> Key {
     Key::new(collection(workspace_id, "DASHBOARD"), padded(id.0))
@@ -176,6 +243,12 @@ pub fn session(ws: WorkspaceId, id: &str) -> Key {
 pub fn sessions_by(ws: WorkspaceId, kind: &str, value: &str) -> String {
     collection(ws, &format!("SESSIONS#{kind}#{value}"))
 }
+
+id_type!(
+    /// A campaign's id.
+    #[schemars(inline)]
+    CampaignId
+);
 
 pub fn campaign(ws: WorkspaceId, id: CampaignId) -> Key {
     Key::new(campaigns(ws), padded(id.0))

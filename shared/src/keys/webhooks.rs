@@ -1,4 +1,12 @@
 //! Webhook endpoints and their deliveries.
+//!
+//! | Entity            | Access pattern                         | Index | pk                    | sk                      |
+//! |-------------------|----------------------------------------|-------|-----------------------|-------------------------|
+//! | Webhook           | by id; list in creation order          | table | `W#<ws>#WEBHOOK`      | `wh_<ulid>`             |
+//! | Webhook           | every endpoint (the local dispatcher)  | gsi1  | `WEBHOOKS`            | `<ws>#wh_<ulid>`        |
+//! | Webhook health    | failing since; delivery slots (leases) | table | `W#<ws>#WEBHOOK#<id>` | `HEALTH`, `SLOT#<n:2>`  |
+//! | Delivery          | by id; an endpoint's, newest first     | table | `W#<ws>#DELIVERY#<webhook>` | `<ulid>`          |
+//! | Dispatch cursor   | the events the local dispatcher has read | table | `W#<ws>`            | `DISPATCHED`            |
 
 use super::{collection, ws};
 use crate::ids::WorkspaceId;

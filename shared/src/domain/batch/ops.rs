@@ -12,7 +12,7 @@ use crate::domain::contacts::{self, ContactPatch, ContactV3, Creation};
 use crate::domain::deals::{self, DealCreate, DealPatch, DealView};
 use crate::domain::products::{self, ProductPatch, ProductView};
 use crate::domain::tags::{self, TagCreate, TagPatch, TagV3};
-use crate::ids::{DealId, ProductId, TagId};
+use crate::keys::{DealId, ProductId, TagId};
 use crate::store::Store;
 
 /// What a contacts batch does with an operation.

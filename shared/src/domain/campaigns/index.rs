@@ -7,8 +7,9 @@ use serde_json::Value;
 
 use super::record::{Campaign, CampaignStatus};
 use crate::error::{ApiError, ApiResult};
-use crate::ids::{CampaignId, padded};
+use crate::ids::padded;
 use crate::keys;
+use crate::keys::CampaignId;
 use crate::store::{Item, Key, PK, SK, TYPE};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]

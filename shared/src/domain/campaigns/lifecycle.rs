@@ -5,8 +5,8 @@ use super::record::{Campaign, CampaignStatus};
 use super::write::{WHAT, ready_to_schedule, save};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
-use crate::ids::CampaignId;
 use crate::keys;
+use crate::keys::CampaignId;
 use crate::record::{self, CommitError};
 use crate::store::Store;
 

@@ -3,8 +3,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::ids::{self, CampaignId, Timestamp, WorkspaceId};
+use crate::ids::{self, Timestamp, WorkspaceId};
 use crate::keys;
+use crate::keys::CampaignId;
 use crate::record::{Personal, Record, Stamps};
 use crate::store::Key;
 

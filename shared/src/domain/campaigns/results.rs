@@ -8,8 +8,9 @@ use super::record::{Campaign, CampaignStatus};
 use super::write::{WHAT, save};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
-use crate::ids::{self, CampaignId, ClientTime};
+use crate::ids::{self, ClientTime};
 use crate::keys;
+use crate::keys::CampaignId;
 use crate::record::{self, CommitError, Mutation};
 use crate::store::Store;
 

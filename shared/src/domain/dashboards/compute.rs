@@ -11,8 +11,9 @@ use super::{Dashboard, Snapshot};
 use crate::auth::Caller;
 use crate::domain::rollups::{self, day};
 use crate::error::{ApiError, ApiResult};
-use crate::ids::{self, DashboardId, WorkspaceId};
+use crate::ids::{self, WorkspaceId};
 use crate::keys;
+use crate::keys::DashboardId;
 use crate::record::{self, Mutation};
 use crate::store::Store;
 

@@ -13,8 +13,9 @@ use validator::Validate;
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
-use crate::ids::{self, DashboardId, Timestamp, WorkspaceId};
+use crate::ids::{self, Timestamp, WorkspaceId};
 use crate::keys;
+use crate::keys::DashboardId;
 use crate::page::{ListPage, Paging, counted_page};
 use crate::queue::{JobMessage, JobQueue};
 use crate::record::{self, Mutation, Personal, Record, Stamps, with_fresh_id};

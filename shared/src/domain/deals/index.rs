@@ -7,8 +7,9 @@ use serde_json::Value;
 
 use super::record::{Deal, DealStatus};
 use crate::error::{ApiError, ApiResult};
-use crate::ids::{self, ContactId, DealId};
+use crate::ids;
 use crate::keys;
+use crate::keys::{ContactId, DealId};
 use crate::record;
 use crate::store::{Item, PK, SK, TYPE};
 

@@ -14,7 +14,8 @@ use super::record::{
 use super::rules;
 use crate::domain::products;
 use crate::error::{ApiError, ApiResult};
-use crate::ids::{ClientTime, ContactId, Timestamp, WorkspaceId};
+use crate::ids::{ClientTime, Timestamp, WorkspaceId};
+use crate::keys::ContactId;
 use crate::patch::Patch;
 use crate::store::Store;
 

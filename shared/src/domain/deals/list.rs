@@ -13,9 +13,10 @@ use super::query::{DealQuery, PeriodMetric, SortBy};
 use super::record::{Deal, DealStatus};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
+use crate::ids::WorkspaceId;
 use crate::ids::{self, Timestamp};
-use crate::ids::{ContactId, WorkspaceId};
 use crate::keys;
+use crate::keys::ContactId;
 use crate::page::{ListPage, MAX_WINDOW, Paging, counted_page, read_up_to};
 use crate::period::Window;
 use crate::record;
@@ -273,7 +274,7 @@ mod tests {
 
     fn digest(id: u64, status: DealStatus, operator: u64, tags: &[u64]) -> Digest {
         Digest {
-            id: crate::ids::DealId(id),
+            id: crate::keys::DealId(id),
             status,
             operator_id: operator,
             group_id: 1,

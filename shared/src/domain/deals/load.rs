@@ -7,8 +7,8 @@ use super::input::{self, DealCreate, DealPatch};
 use super::write::{insert, update};
 use crate::auth::Caller;
 use crate::error::ApiResult;
-use crate::ids::DealId;
 use crate::keys;
+use crate::keys::DealId;
 use crate::load::{LineType, Loadable, RawLine, WithId};
 use crate::store::Store;
 

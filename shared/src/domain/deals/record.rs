@@ -7,9 +7,10 @@ use serde_json::{Map, Value};
 use validator::Validate;
 
 use crate::domain::contacts::Contact;
+use crate::ids::WorkspaceId;
 use crate::ids::{self, Timestamp};
-use crate::ids::{ContactId, DealId, WorkspaceId};
 use crate::keys;
+use crate::keys::{ContactId, DealId};
 use crate::record::{Personal, Record, Stamps};
 use crate::store::Key;
 

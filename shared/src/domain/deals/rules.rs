@@ -110,7 +110,7 @@ mod tests {
             value: 10.0,
             status,
             contact: DealContact {
-                id: crate::ids::ContactId(1),
+                id: crate::keys::ContactId(1),
                 name: None,
                 avatar: None,
                 phone: None,

@@ -12,8 +12,8 @@ use crate::domain::events;
 use crate::domain::rollups;
 use crate::error::ApiResult;
 use crate::ids;
-use crate::ids::DealId;
 use crate::keys;
+use crate::keys::DealId;
 use crate::record::{self, CommitError, Mutation, Stamps, personal, with_fresh_id};
 use crate::store::{Key, Store};
 

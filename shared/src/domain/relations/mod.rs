@@ -15,8 +15,9 @@ use serde::{Deserialize, Serialize};
 use validator::Validate;
 
 use crate::error::ApiResult;
-use crate::ids::{self, ConversationId, OrganizationId, Timestamp, WorkspaceId};
+use crate::ids::{self, Timestamp, WorkspaceId};
 use crate::keys;
+use crate::keys::{ConversationId, OrganizationId};
 use crate::record::{self, Mutation, Personal, Record, Stamps, Versioned};
 use crate::store::Store;
 use crate::store::{Item, Key};
@@ -127,7 +128,7 @@ impl Conversation {
         let ws = self.workspace_id;
         let sk = keys::last_session_sort(
             &ids::format_ts(&session.created_at),
-            ids::ContactId(self.contact_id),
+            crate::keys::ContactId(self.contact_id),
             self.id.0,
         );
         let mut keys = vec![Key::new(keys::last_sessions(ws), sk.clone())];

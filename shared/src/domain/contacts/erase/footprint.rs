@@ -7,8 +7,9 @@ use serde_json::Value;
 
 use super::super::record::Contact;
 use crate::error::ApiResult;
-use crate::ids::{DealId, WorkspaceId};
+use crate::ids::WorkspaceId;
 use crate::keys;
+use crate::keys::DealId;
 use crate::page::read_up_to;
 use crate::record::{StoredEvent, personal};
 use crate::store::{Index, Item, Query, SK, SkRange, Store};
