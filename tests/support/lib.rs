@@ -31,6 +31,8 @@ pub use serde_json;
 pub mod costs;
 mod fault_proxy;
 pub mod faults;
+mod made;
+mod read_back;
 pub mod receiver;
 use faults::{FaultProxy, Faults, FaultyStore};
 

@@ -180,3 +180,13 @@ api_test! {
         app.get("/v3/workspaces/info").await.expect(200);
     }
 }
+
+api_test! {
+    /// Each event type of the group is made by its change (docs/api-contract.md,
+    /// "Events"; `events.rs` fails for a declared type no suite makes).
+    async fn a_token_issued_and_revoked_makes_its_event_types(app) {
+        let token = app.post("/v3/api-tokens", json!({ "name": "zapier" })).await.expect(201);
+        app.delete(&format!("/v3/api-tokens/{}", token["id"].as_str().unwrap())).await.expect(200);
+        app.assert_made_events(&["apiToken.created", "apiToken.deleted"]).await;
+    }
+}

@@ -142,3 +142,23 @@ api_test! {
         assert_eq!(app.get("/v3/orders").await.expect(200)["totalCount"], 1);
     }
 }
+
+api_test! {
+    /// A keyed create whose answer was not kept (the store took the record,
+    /// not the answer) answers its retry as it first did, by reading what it
+    /// made (docs/api-contract.md, "Idempotency").
+    async fn a_keyed_link_whose_answer_was_lost_is_read_back(app) {
+        let body = json!({ "plan": "pro", "seats": 5 });
+        app.assert_read_back("/v3/workspaces/checkout-link", "/v3/workspaces/checkout-link", &body, &[]).await;
+    }
+}
+
+api_test! {
+    /// Each event type of the group is made by its change (docs/api-contract.md,
+    /// "Events"; `events.rs` fails for a declared type no suite makes).
+    async fn a_checkout_link_completed_makes_its_event_types(app) {
+        let link = app.post("/v3/workspaces/checkout-link", json!({ "plan": "pro" })).await.expect(201);
+        app.post(&format!("/v3/workspaces/checkout-link/{}/complete", link["code"].as_str().unwrap()), json!({})).await.expect(201);
+        app.assert_made_events(&["checkoutLink.created", "checkoutLink.updated", "order.created"]).await;
+    }
+}

@@ -318,3 +318,15 @@ api_test! {
         app.as_token(&deals_reader).get(&path).await.expect_error(403);
     }
 }
+
+api_test! {
+    /// A keyed create whose answer was not kept (the store took the record,
+    /// not the answer) answers its retry as it first did, by reading what it
+    /// made (docs/api-contract.md, "Idempotency").
+    async fn keyed_jobs_whose_answers_were_lost_are_read_back(app) {
+        // Each read signs a fresh upload URL.
+        app.assert_read_back("/v3/imports", "/v3/imports", &json!({ "object": "tags" }), &["uploadUrl"]).await;
+        let moving = ["status", "records", "bytes", "recordsPerSecond", "downloadUrl", "startedAt", "finishedAt", "lastUpdateAt", "updatedAt"];
+        app.assert_read_back("/v3/exports", "/v3/exports", &json!({ "object": "tags" }), &moving).await;
+    }
+}

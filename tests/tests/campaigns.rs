@@ -188,6 +188,44 @@ api_test! {
     }
 }
 
+api_test! {
+    /// A keyed create whose answer was not kept (the store took the record,
+    /// not the answer) answers its retry as it first did, by reading what it
+    /// made (docs/api-contract.md, "Idempotency").
+    async fn keyed_drafts_moves_and_results_whose_answers_were_lost_are_read_back(app) {
+        let body = json!({ "name": "Launch", "channelId": "wa-1", "channelType": "whatsapp", "leadType": "list",
+            "leadsCount": 10, "message": "Hi", "scheduledTo": "2030-01-01T12:00:00Z" });
+        let campaign = app.assert_read_back("/v3/campaigns", "/v3/campaigns", &body, &[]).await;
+        let at = format!("/v3/campaigns/{}", campaign["id"].as_str().unwrap());
+        for action in ["schedule", "start"] {
+            app.assert_read_back("/v3/campaigns/{id}/{action}", &format!("{at}/{action}"), &json!({}), &[]).await;
+        }
+        let report = json!({ "reportId": "r-1", "sent": 10, "processed": 10 });
+        app.assert_read_back("/v3/campaigns/{id}/results", &format!("{at}/results"), &report, &[]).await;
+    }
+}
+
+api_test! {
+    /// Each event type of the group is made by its change (docs/api-contract.md,
+    /// "Events"; `events.rs` fails for a declared type no suite makes).
+    async fn each_move_of_a_campaign_makes_its_event_type(app) {
+        let campaign = |name: &'static str| {
+            let app = &app;
+            async move {
+                let c = app.post("/v3/campaigns", json!({ "name": name, "channelId": "wa-1", "leadsCount": 10, "message": "Oi!", "scheduledTo": "2030-01-01T12:00:00Z" })).await.expect(201);
+                format!("/v3/campaigns/{}", c["id"].as_str().unwrap())
+            }
+        };
+        let (one, two, three) = (campaign("One").await, campaign("Two").await, campaign("Three").await);
+        app.patch(&one, json!({ "name": "One again" })).await.expect(200);
+        for (path, action) in [(&one, "schedule"), (&one, "start"), (&one, "pause"), (&one, "finish"), (&two, "cancel"), (&three, "schedule"), (&three, "fail")] {
+            app.post(&format!("{path}/{action}"), json!({})).await.expect(201);
+        }
+        app.assert_made_events(&["campaign.created", "campaign.updated", "campaign.scheduled", "campaign.started", "campaign.paused",
+            "campaign.finished", "campaign.canceled", "campaign.failed"]).await;
+    }
+}
+
 /// What its lists cost, at two sizes of the workspace (tests/tests/costs.rs
 /// has the costs every group shares).
 mod costs {

@@ -397,6 +397,33 @@ api_test! {
     }
 }
 
+api_test! {
+    /// A keyed create whose answer was not kept (the store took the record,
+    /// not the answer) answers its retry as it first did, by reading what it
+    /// made (docs/api-contract.md, "Idempotency").
+    async fn a_keyed_create_whose_answer_was_lost_is_read_back(app) {
+        app.assert_read_back("/v3/contacts", "/v3/contacts", &json!({ "name": "Ana", "phone": "11 98765-0001" }), &[]).await;
+        app.assert_read_back("/v1/contacts", "/v1/contacts", &json!({ "name": "Bia", "phone": "21 98888-7777" }), &[]).await;
+        let body = json!({ "name": "Caio", "phone": "11 98765-0002" });
+        app.assert_read_back("/v3/contacts/find-or-create", "/v3/contacts/find-or-create", &body, &[]).await;
+    }
+}
+
+api_test! {
+    /// Each event type of the group is made by its change (docs/api-contract.md,
+    /// "Events"; `events.rs` fails for a declared type no suite makes).
+    async fn each_change_of_a_contact_makes_its_event_type(app) {
+        let maria = app.post("/v3/contacts", json!({ "name": "Maria" })).await.expect(201);
+        let maria = maria["id"].as_str().unwrap().to_owned();
+        app.patch(&format!("/v3/contacts/{maria}"), json!({ "name": "Maria S." })).await.expect(200);
+        let twin = app.post("/v3/contacts", json!({ "name": "Maria twice" })).await.expect(201);
+        app.post(&format!("/v3/contacts/{maria}/merge"), json!({ "ids": [twin["id"]] })).await.expect(200);
+        let gone = app.post("/v3/contacts", json!({ "name": "Erased" })).await.expect(201);
+        app.post(&format!("/v3/contacts/{}/erase", gone["id"].as_str().unwrap()), json!({})).await.expect(200);
+        app.assert_made_events(&["contact.created", "contact.updated", "contact.merged", "contact.erased"]).await;
+    }
+}
+
 /// What its lists cost, at two sizes of the workspace (tests/tests/costs.rs
 /// has the costs every group shares).
 mod costs {

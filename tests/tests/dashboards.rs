@@ -83,3 +83,13 @@ api_test! {
         assert_eq!(app.get(&format!("/v3/dashboards/{id}/snapshots")).await.expect(200)["totalCount"], 1);
     }
 }
+
+api_test! {
+    /// A keyed create whose answer was not kept (the store took the record,
+    /// not the answer) answers its retry as it first did, by reading what it
+    /// made (docs/api-contract.md, "Idempotency").
+    async fn a_keyed_create_whose_answer_was_lost_is_read_back(app) {
+        let layout = json!([{ "i": "volume", "x": 0, "y": 0, "w": 6, "h": 4, "metric": "sessionsStarted" }]);
+        app.assert_read_back("/v3/dashboards", "/v3/dashboards", &json!({ "name": "Support", "layout": layout }), &[]).await;
+    }
+}

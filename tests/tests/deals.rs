@@ -358,6 +358,33 @@ api_test! {
     }
 }
 
+api_test! {
+    /// A keyed create whose answer was not kept (the store took the record,
+    /// not the answer) answers its retry as it first did, by reading what it
+    /// made (docs/api-contract.md, "Idempotency").
+    async fn a_keyed_create_whose_answer_was_lost_is_read_back(app) {
+        let contact = app.a_contact().await;
+        let deal = json!({ "name": "Plan", "value": 1200, "status": "open", "contactId": contact, "operatorId": 7,
+            "groupId": 1, "pipelineId": "sales", "stageId": "lead", "origin": "site", "tagIds": [] });
+        app.assert_read_back("/v3/deals", "/v3/deals", &deal, &[]).await;
+    }
+}
+
+api_test! {
+    /// Each event type of the group is made by its change (docs/api-contract.md,
+    /// "Events"; `events.rs` fails for a declared type no suite makes).
+    async fn each_change_of_a_deal_makes_its_event_type(app) {
+        let contact = app.a_contact().await;
+        let deal = app.post("/v3/deals", json!({ "name": "Plan", "value": 1200, "status": "open", "contactId": contact, "operatorId": 7,
+            "groupId": 1, "pipelineId": "sales", "stageId": "lead", "origin": "site", "tagIds": [] })).await.expect(201);
+        let deal = format!("/v3/deals/{}", deal["id"].as_str().unwrap());
+        for change in [json!({ "name": "Renewal" }), json!({ "status": "won" }), json!({ "status": "open" }), json!({ "status": "lost" })] {
+            app.patch(&deal, change).await.expect(200);
+        }
+        app.assert_made_events(&["deal.created", "deal.updated", "deal.won", "deal.reopened", "deal.lost"]).await;
+    }
+}
+
 /// What its lists cost, at two sizes of the workspace (tests/tests/costs.rs
 /// has the costs every group shares).
 mod costs {

@@ -297,93 +297,43 @@ fn the_docs_list_every_event_type() {
     assert_eq!(listed, types);
 }
 
-api_test! {
-    /// Every type of the docs' table is made by its change: the demo's load
-    /// (and a second, changed load of the operator-loaded kinds), then a
-    /// change of every other kind through the API. A ping is the one type
-    /// never in the log.
-    async fn every_type_is_made_by_its_change(app) {
-        let demo: Vec<Value> = include_str!("../../examples/demo.jsonl").lines().map(|l| api_tests::serde_json::from_str(l).unwrap()).collect();
-        for line in &demo {
-            app.load_line(1, line.clone()).await.unwrap();
-        }
-        for kind in ["product", "organization", "conversation", "customField", "businessHour"] {
-            let mut line = demo.iter().find(|l| l["type"] == kind).unwrap().clone();
-            match line.get_mut("name") {
-                Some(name) => *name = json!(format!("{} 2", name.as_str().unwrap())),
-                None => line["lastSession"]["segmentId"] = json!("elsewhere"),
-            }
-            app.load_line(1, line).await.unwrap();
-        }
-        let first = |kind: &str| demo.iter().find(|l| l["type"] == kind).unwrap()["id"].clone();
-        app.patch(&format!("/v3/contacts/{}", first("contact")), json!({ "name": "Maria S." })).await.expect(200);
-        let twin = app.post("/v3/contacts", json!({ "name": "Maria twice" })).await.expect(201);
-        app.post(&format!("/v3/contacts/{}/merge", first("contact")), json!({ "ids": [twin["id"]] })).await.expect(200);
-        let gone = app.post("/v3/contacts", json!({ "name": "Erased" })).await.expect(201);
-        app.post(&format!("/v3/contacts/{}/erase", gone["id"].as_str().unwrap()), json!({})).await.expect(200);
-        let deal = format!("/v3/deals/{}", first("deal"));
-        for change in [json!({ "name": "Renewal" }), json!({ "status": "won" }), json!({ "status": "open" }), json!({ "status": "lost" })] {
-            app.patch(&deal, change).await.expect(200);
-        }
-        app.patch(&format!("/v3/tags/{}", first("tag")), json!({ "name": "VIP 2" })).await.expect(200);
-        let tag = app.tag_path("Temporary").await;
-        app.delete(&tag).await.expect(200);
-        app.patch("/v3/products/1", json!({ "price": 59 })).await.expect(200);
-
-        let campaign = |name: &'static str| {
-            let app = &app;
-            async move {
-                let c = app.post("/v3/campaigns", json!({ "name": name, "channelId": "wa-1", "leadsCount": 10, "message": "Oi!", "scheduledTo": "2030-01-01T12:00:00Z" })).await.expect(201);
-                format!("/v3/campaigns/{}", c["id"].as_str().unwrap())
-            }
+/// Every declared event type (but a ping, never in the log) is made by its
+/// change in its group's suite, which checks it with
+/// `TestApp::assert_made_events`: a new group's types are made and checked
+/// in its own test file, and this test fails until they are.
+#[test]
+fn every_type_is_made_by_its_change_in_its_groups_suite() {
+    let suites = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let mut checked = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(&suites).unwrap().flatten() {
+        let Ok(text) = std::fs::read_to_string(entry.path()) else {
+            continue;
         };
-        let (one, two, three) = (campaign("One").await, campaign("Two").await, campaign("Three").await);
-        app.patch(&one, json!({ "name": "One again" })).await.expect(200);
-        for (path, action) in [(&one, "schedule"), (&one, "start"), (&one, "pause"), (&one, "finish"), (&two, "cancel"), (&three, "schedule"), (&three, "fail")] {
-            app.post(&format!("{path}/{action}"), json!({})).await.expect(201);
+        let text: String = text.split_whitespace().collect();
+        for (at, _) in text.match_indices(".assert_made_events") {
+            let call = &text[at..];
+            let call = &call[..call.find(';').unwrap_or(call.len())];
+            let Some(open) = call.find("&[\"") else {
+                continue; // named, not called
+            };
+            let list = &call[open + 2..];
+            let list = &list[..list.find(']').unwrap()];
+            checked.extend(list.split(',').map(|t| t.trim_matches('"').to_owned()));
         }
-
-        let job = app.post("/v3/contacts/import", json!({ "contacts": [{ "name": "Ana", "phone": "21 98888-0001" }] })).await.expect(201);
-        let job = format!("/v3/contacts/import/{}", job["id"].as_str().unwrap());
-        for _ in 0..600 {
-            if app.get(&job).await.expect(200)["status"] == "done" {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-        let dashboard = app.post("/v3/dashboards", json!({ "name": "Support", "layout": [{ "i": "v", "x": 0, "y": 0, "w": 6, "h": 4, "metric": "sessionsStarted" }] })).await.expect(201);
-        let dashboard = dashboard["id"].as_str().unwrap().to_owned();
-        let snapshot = app.post(&format!("/v3/dashboards/{dashboard}/snapshots"), json!({ "authorId": 1, "authorName": "Ana" })).await.expect(201);
-        api_tests::computed_snapshot(&app, &dashboard, snapshot["id"].as_str().unwrap()).await;
-
-        let token = app.post("/v3/api-tokens", json!({ "name": "zapier" })).await.expect(201);
-        app.delete(&format!("/v3/api-tokens/{}", token["id"].as_str().unwrap())).await.expect(200);
-        let link = app.post("/v3/workspaces/checkout-link", json!({ "plan": "pro" })).await.expect(201);
-        app.post(&format!("/v3/workspaces/checkout-link/{}/complete", link["code"].as_str().unwrap()), json!({})).await.expect(201);
-        app.post("/v3/workspaces/send-welcome-message", json!({ "phone": "11987654321", "text": "Hi" })).await.expect(201);
-        let reasons = "/v3/workspaces/churn-reasons/suggestions";
-        app.post(reasons, json!({ "reason": "Too expensive" })).await.expect(201);
-        app.delete(&format!("{reasons}?reason=Too%20expensive")).await.expect(200);
-        app.post("/v3/refresh-page", json!({})).await.expect(201);
-        let (other, _) = app.new_workspace("Another").await;
-
-        let hook = app.post("/v3/webhooks", json!({ "url": "https://203.0.114.7/hooks" })).await.expect(201);
-        let hook = format!("/v3/webhooks/{}", hook["id"].as_str().unwrap());
-        for change in [json!({ "description": "CRM sync" }), json!({ "enabled": false }), json!({ "enabled": true })] {
-            app.patch(&hook, change).await.expect(200);
-        }
-        app.delete(&hook).await.expect(200);
-
-        let mut made = std::collections::BTreeSet::new();
-        for ws in [1, other] {
-            let log = shared::domain::events::log_page(app.store.as_ref(), shared::ids::WorkspaceId(ws), None, None, 1000).await.unwrap();
-            assert!(!log.has_more);
-            made.extend(log.data.into_iter().map(|e| e.kind));
-        }
-        let types: std::collections::BTreeSet<String> =
-            shared::domain::events::TYPES.iter().filter(|t| **t != "webhook.ping").map(|t| t.to_string()).collect();
-        assert_eq!(made, types, "missing: {:?}", types.difference(&made).collect::<Vec<_>>());
     }
+    let declared: std::collections::BTreeSet<String> = shared::domain::events::TYPES
+        .iter()
+        .filter(|t| **t != "webhook.ping")
+        .map(|t| t.to_string())
+        .collect();
+    let unmade: Vec<_> = declared.difference(&checked).collect();
+    assert!(
+        unmade.is_empty(),
+        "{unmade:?}: no suite makes them with their change and checks them with \
+         `app.assert_made_events(&[..])` (in the group's test file)"
+    );
+    let undeclared: Vec<_> = checked.difference(&declared).collect();
+    assert!(undeclared.is_empty(), "{undeclared:?} are checked but not declared");
 }
 
 api_test! {

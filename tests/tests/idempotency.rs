@@ -4,7 +4,9 @@
 //! a request refused before any write keeps nothing; keys are per workspace
 //! and forgotten after 24 hours.
 
-use api_tests::serde_json::{Value, json};
+use std::collections::BTreeSet;
+
+use api_tests::serde_json::json;
 use api_tests::{TestApp, api_test};
 use http::{Method, Request};
 
@@ -164,105 +166,38 @@ api_test! {
     }
 }
 
-/// Forgets the kept answer of `key`, as an answer the store could not keep
-/// leaves the record: done, to be read back.
-async fn forget_answer(app: &TestApp, key: &str) {
-    let record = app.key_record(key).await;
-    let mut item = app
-        .store
-        .get(&record, true)
-        .await
-        .unwrap()
-        .expect("the key's record");
-    assert_eq!(item["state"], "done", "{item:?}");
-    item.remove("sealed").expect("a kept answer");
-    let write = shared::store::Write::Put {
-        item,
-        condition: None,
-    };
-    app.store.write(vec![write]).await.unwrap();
-}
-
-/// The answer headers a read-back repeats.
-const MARKS: [&str; 3] = ["content-type", "x-contact-created", "x-welcome-duplicate"];
-
-api_test! {
-    /// Every create that declares where it is read answers a retry whose
-    /// first answer was not kept as it first answered (status, body, its
-    /// headers), by reading what it made; and every such create is here.
-    async fn a_create_whose_answer_was_not_kept_is_read_back(app) {
-        let contact = app.a_contact().await;
-        let campaign = json!({ "name": "Launch", "channelId": "wa-1", "channelType": "whatsapp", "leadType": "list",
-            "leadsCount": 10, "message": "Hi", "scheduledTo": "2030-01-01T12:00:00Z" });
-        let deal = json!({ "name": "Plan", "value": 1200, "status": "open", "contactId": contact, "operatorId": 7,
-            "groupId": 1, "pipelineId": "sales", "stageId": "lead", "origin": "site", "tagIds": [] });
-        let layout = json!([{ "i": "volume", "x": 0, "y": 0, "w": 6, "h": 4, "metric": "sessionsStarted" }]);
-        // (route, then the path and body of a request to it, and the fields
-        // that move on their own in the background: a job's, a snapshot's).
-        let mut cases: Vec<(&str, String, Value, &[&str])> = vec![
-            ("/v3/tags", "/v3/tags".into(), json!({ "name": "VIP" }), &[]),
-            ("/v1/tags", "/v1/tags".into(), json!({ "name": "Lead", "color": "#00f" }), &[]),
-            ("/v3/contacts", "/v3/contacts".into(), json!({ "name": "Ana", "phone": "11 98765-0001" }), &[]),
-            ("/v1/contacts", "/v1/contacts".into(), json!({ "name": "Bia", "phone": "21 98888-7777" }), &[]),
-            ("/v3/contacts/find-or-create", "/v3/contacts/find-or-create".into(), json!({ "name": "Caio", "phone": "11 98765-0002" }), &[]),
-            ("/v3/contacts/import", "/v3/contacts/import".into(), json!({ "contacts": [{ "name": "Rui", "phone": "21 98888-0002" }] }),
-                &["status", "created", "ignored", "failed", "lastUpdateAt", "updatedAt", "version"]),
-            ("/v3/deals", "/v3/deals".into(), deal, &[]),
-            ("/v3/campaigns", "/v3/campaigns".into(), campaign, &[]),
-            ("/v3/dashboards", "/v3/dashboards".into(), json!({ "name": "Support", "layout": layout }), &[]),
-            ("/v3/workspaces/send-welcome-message", "/v3/workspaces/send-welcome-message".into(), json!({ "phone": "11 98765-4321", "text": "Welcome!" }), &[]),
-            ("/v3/workspaces/checkout-link", "/v3/workspaces/checkout-link".into(), json!({ "plan": "pro", "seats": 5 }), &[]),
-            // Each read signs a fresh upload URL.
-            ("/v3/imports", "/v3/imports".into(), json!({ "object": "tags" }), &["uploadUrl"]),
-            ("/v3/exports", "/v3/exports".into(), json!({ "object": "tags" }),
-                &["status", "records", "bytes", "recordsPerSecond", "downloadUrl", "startedAt", "finishedAt", "lastUpdateAt", "updatedAt"]),
-        ];
-        let mut answers = std::collections::HashMap::new();
-        let check = async |i: usize, path: &str, body: &Value, moving: &[&str]| -> Value {
-            let key = format!("read-back-{i}");
-            let first = app.post_with_key(path, &key, body).await;
-            assert!(first.status.is_success(), "{path}: {} {}", first.status, first.body);
-            forget_answer(&app, &key).await;
-            let again = app.post_with_key(path, &key, body).await;
-            assert!(again.replayed(), "{path}: {:?}", again.headers);
-            assert_eq!(again.status, first.status, "{path}: {}", again.body);
-            for mark in MARKS {
-                assert_eq!(again.headers.get(mark), first.headers.get(mark), "{path}: {mark}");
-            }
-            let (mut read, mut answered) = (again.body, first.body.clone());
-            for field in moving {
-                read.as_object_mut().unwrap().remove(*field);
-                answered.as_object_mut().unwrap().remove(*field);
-            }
-            assert_eq!(read, answered, "{path}");
-            first.body
+/// Every create that declares where it is read (`.reads_back(..)`) is
+/// checked by its group's suite with `TestApp::assert_read_back`: a retry
+/// whose first answer was not kept answers as it first answered (status,
+/// body, its headers), by reading what it made. A new create's check is in
+/// its group's test file, and this test fails until it is.
+#[test]
+fn every_create_that_reads_back_is_checked_by_its_groups_suite() {
+    let declared: BTreeSet<&str> = crm::groups()
+        .iter()
+        .flat_map(|g| g.routes())
+        .filter(|r| r.read_back.is_some())
+        .map(|r| r.path)
+        .collect();
+    let suites = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let mut checked = BTreeSet::new();
+    for entry in std::fs::read_dir(&suites).unwrap().flatten() {
+        let Ok(text) = std::fs::read_to_string(entry.path()) else {
+            continue;
         };
-        for (i, (_, path, body, moving)) in cases.iter().enumerate() {
-            answers.insert(path.clone(), check(i, path, body, moving).await);
+        let text: String = text.split_whitespace().collect();
+        for (at, call) in text.match_indices(".assert_read_back(\"") {
+            let route = &text[at + call.len()..];
+            checked.insert(route[..route.find('"').unwrap()].to_owned());
         }
-        // Routes whose path names what an earlier create made.
-        let campaign = format!("/v3/campaigns/{}", answers["/v3/campaigns"]["id"].as_str().unwrap());
-        let dashboard = format!("/v3/dashboards/{}", answers["/v3/dashboards"]["id"].as_str().unwrap());
-        let report = json!({ "reportId": "r-1", "sent": 10, "processed": 10 });
-        let snapshot = json!({ "authorId": 1, "authorName": "Ana", "period": "week" });
-        let later: Vec<(&str, String, Value, &[&str])> = vec![
-            ("/v3/campaigns/{id}/{action}", format!("{campaign}/schedule"), json!({}), &[]),
-            ("/v3/campaigns/{id}/{action}", format!("{campaign}/start"), json!({}), &[]),
-            ("/v3/campaigns/{id}/results", format!("{campaign}/results"), report, &[]),
-            ("/v3/dashboards/{dashboardId}/snapshots", format!("{dashboard}/snapshots"), snapshot,
-                &["status", "data", "processedAt", "processedTimeInMs", "totalTimeInMs", "lastUpdateAt", "updatedAt", "version"]),
-        ];
-        for (i, (_, path, body, moving)) in later.iter().enumerate() {
-            check(100 + i, path, body, moving).await;
-        }
-        cases.extend(later);
-        let tested: std::collections::BTreeSet<&str> = cases.iter().map(|c| c.0).collect();
-        let declared: std::collections::BTreeSet<&str> = crm::groups()
-            .iter()
-            .flat_map(|g| g.routes())
-            .filter(|r| r.read_back.is_some())
-            .map(|r| r.path)
-            .collect();
-        assert_eq!(tested, declared);
     }
+    let checked: BTreeSet<&str> = checked.iter().map(String::as_str).collect();
+    let unchecked: Vec<_> = declared.difference(&checked).collect();
+    assert!(
+        unchecked.is_empty(),
+        "{unchecked:?} declare a read-back that no suite checks: add \
+         `app.assert_read_back(route, path, body, moving)` to the group's test file"
+    );
+    let undeclared: Vec<_> = checked.difference(&declared).collect();
+    assert!(undeclared.is_empty(), "{undeclared:?} are checked but declare no read-back");
 }

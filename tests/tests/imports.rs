@@ -166,3 +166,31 @@ api_test! {
         assert!(cost.gets + cost.queries <= 4, "{cost:?}");
     }
 }
+
+api_test! {
+    /// A keyed create whose answer was not kept (the store took the record,
+    /// not the answer) answers its retry as it first did, by reading what it
+    /// made (docs/api-contract.md, "Idempotency").
+    async fn a_keyed_import_whose_answer_was_lost_is_read_back(app) {
+        let body = json!({ "contacts": [{ "name": "Rui", "phone": "21 98888-0002" }] });
+        // The job moves on its own in the background.
+        let moving = ["status", "created", "ignored", "failed", "lastUpdateAt", "updatedAt", "version"];
+        app.assert_read_back("/v3/contacts/import", "/v3/contacts/import", &body, &moving).await;
+    }
+}
+
+api_test! {
+    /// Each event type of the group is made by its change (docs/api-contract.md,
+    /// "Events"; `events.rs` fails for a declared type no suite makes).
+    async fn an_import_makes_its_event_types(app) {
+        let job = app.post("/v3/contacts/import", json!({ "contacts": [{ "name": "Ana", "phone": "21 98888-0001" }] })).await.expect(201);
+        let job = format!("/v3/contacts/import/{}", job["id"].as_str().unwrap());
+        for _ in 0..600 {
+            if app.get(&job).await.expect(200)["status"] == "done" {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        app.assert_made_events(&["import.created", "import.completed"]).await;
+    }
+}

@@ -104,3 +104,25 @@ api_test! {
         app.delete(path).await.expect_field_error("reason");
     }
 }
+
+api_test! {
+    /// A keyed create whose answer was not kept (the store took the record,
+    /// not the answer) answers its retry as it first did, by reading what it
+    /// made (docs/api-contract.md, "Idempotency").
+    async fn a_keyed_message_whose_answer_was_lost_is_read_back(app) {
+        let body = json!({ "phone": "11 98765-4321", "text": "Welcome!" });
+        app.assert_read_back("/v3/workspaces/send-welcome-message", "/v3/workspaces/send-welcome-message", &body, &[]).await;
+    }
+}
+
+api_test! {
+    /// Each event type of the group is made by its change (docs/api-contract.md,
+    /// "Events"; `events.rs` fails for a declared type no suite makes).
+    async fn a_welcome_message_and_a_churn_reason_make_their_event_types(app) {
+        app.post("/v3/workspaces/send-welcome-message", json!({ "phone": "11987654321", "text": "Hi" })).await.expect(201);
+        let reasons = "/v3/workspaces/churn-reasons/suggestions";
+        app.post(reasons, json!({ "reason": "Too expensive" })).await.expect(201);
+        app.delete(&format!("{reasons}?reason=Too%20expensive")).await.expect(200);
+        app.assert_made_events(&["welcomeMessage.created", "churnReason.created", "churnReason.deleted"]).await;
+    }
+}

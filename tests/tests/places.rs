@@ -42,7 +42,6 @@ const NAMING_THEM_ALL: &[(&str, &str)] = &[
     ("docs/openapi.released.json", "the last released document, changed at a release"),
     ("bench/src/main.rs", "the requests the bench measures"),
     ("cli/src/main.rs", "`crm load`'s help names what the demo holds"),
-    ("tests/tests/events.rs", "the feed's tests make events of several groups"),
     ("tests/tests/maxima.rs", "the documented maxima of several groups"),
     ("tests/tests/places.rs", "this count"),
 ];

@@ -169,3 +169,20 @@ api_test! {
         assert_eq!(other_client.get("/v3/contacts?segmentId=inbox-2").await.expect(200)["totalCount"], 0);
     }
 }
+
+api_test! {
+    /// Each event type of the group is made by its change (docs/api-contract.md,
+    /// "Events"; `events.rs` fails for a declared type no suite makes).
+    async fn each_loaded_change_of_a_relation_makes_its_event_type(app) {
+        let contact = app.a_contact().await;
+        for name in ["Acme", "Acme Ltd"] {
+            app.load_line(1, json!({ "type": "organization", "id": 1, "name": name, "active": true })).await.unwrap();
+        }
+        for segment in ["whatsapp-1", "elsewhere"] {
+            let line = json!({ "type": "conversation", "id": 10000, "contactId": contact,
+                "lastSession": { "id": "s-1", "createdAt": "2026-11-20T10:00:00.000Z", "segmentId": segment } });
+            app.load_line(1, line).await.unwrap();
+        }
+        app.assert_made_events(&["organization.created", "organization.updated", "conversation.created", "conversation.updated"]).await;
+    }
+}

@@ -348,6 +348,15 @@ api_test! {
     }
 }
 
+api_test! {
+    /// Each event type of the group is made by its change (docs/api-contract.md,
+    /// "Events"; `events.rs` fails for a declared type no suite makes).
+    async fn a_session_put_makes_its_event_type(app) {
+        put(&app, "s-1", session(&hours_ago(2), "ana", 5, false)).await;
+        app.assert_made_events(&["session.upserted"]).await;
+    }
+}
+
 /// What its lists cost, at two sizes of the workspace (tests/tests/costs.rs
 /// has the costs every group shares).
 mod costs {

@@ -118,3 +118,21 @@ api_test! {
         assert_eq!(other.get("/v1/custom-fields").await.expect(200)["data"], json!([]));
     }
 }
+
+api_test! {
+    /// Each event type of the group is made by its change (docs/api-contract.md,
+    /// "Events"; `events.rs` fails for a declared type no suite makes).
+    async fn each_loaded_change_of_a_setting_makes_its_event_type(app) {
+        app.load_line(1, json!({ "type": "product", "id": 1, "name": "Starter plan", "price": 49.0 })).await.unwrap();
+        app.patch("/v3/products/1", json!({ "price": 59 })).await.expect(200);
+        for name in ["Plan", "Plan 2"] {
+            let field = json!({ "type": "customField", "id": 1, "name": name, "key": "plan", "entity": "contact", "fieldType": "text" });
+            app.load_line(1, field).await.unwrap();
+            let hours = json!({ "type": "businessHour", "id": 1, "name": name, "timezone": "America/Sao_Paulo",
+                "intervals": [{ "day": 1, "start": "09:00", "end": "18:00" }] });
+            app.load_line(1, hours).await.unwrap();
+        }
+        app.assert_made_events(&["product.created", "product.updated", "customField.created", "customField.updated",
+            "businessHour.created", "businessHour.updated"]).await;
+    }
+}

@@ -368,6 +368,27 @@ api_test! {
     }
 }
 
+api_test! {
+    /// A keyed create whose answer was not kept (the store took the record,
+    /// not the answer) answers its retry as it first did, by reading what it
+    /// made (docs/api-contract.md, "Idempotency").
+    async fn a_keyed_create_whose_answer_was_lost_is_read_back(app) {
+        app.assert_read_back("/v3/tags", "/v3/tags", &json!({ "name": "VIP" }), &[]).await;
+        app.assert_read_back("/v1/tags", "/v1/tags", &json!({ "name": "Lead", "color": "#00f" }), &[]).await;
+    }
+}
+
+api_test! {
+    /// Each event type of the group is made by its change (docs/api-contract.md,
+    /// "Events"; `events.rs` fails for a declared type no suite makes).
+    async fn each_change_of_a_tag_makes_its_event_type(app) {
+        let tag = app.tag_path("Temporary").await;
+        app.patch(&tag, json!({ "name": "VIP 2" })).await.expect(200);
+        app.delete(&tag).await.expect(200);
+        app.assert_made_events(&["tag.created", "tag.updated", "tag.deleted"]).await;
+    }
+}
+
 /// What its lists cost, at two sizes of the workspace (tests/tests/costs.rs
 /// has the costs every group shares).
 mod costs {

@@ -444,3 +444,17 @@ api_test! {
         receiver.wait_for("the tag once registered anew", |got| !got.is_empty()).await;
     }
 }
+
+api_test! {
+    /// Each event type of the group is made by its change (docs/api-contract.md,
+    /// "Events"; `events.rs` fails for a declared type no suite makes).
+    async fn each_change_of_an_endpoint_makes_its_event_type(app) {
+        let hook = app.post("/v3/webhooks", json!({ "url": "https://203.0.114.7/hooks" })).await.expect(201);
+        let hook = format!("/v3/webhooks/{}", hook["id"].as_str().unwrap());
+        for change in [json!({ "description": "CRM sync" }), json!({ "enabled": false }), json!({ "enabled": true })] {
+            app.patch(&hook, change).await.expect(200);
+        }
+        app.delete(&hook).await.expect(200);
+        app.assert_made_events(&["webhook.created", "webhook.updated", "webhook.disabled", "webhook.enabled", "webhook.deleted"]).await;
+    }
+}

@@ -88,3 +88,15 @@ api_test! {
         app.post("/v3/workspaces/demote-testing/abc", json!({})).await.expect_field_error("id");
     }
 }
+
+api_test! {
+    /// Each event type of the group is made by its change (docs/api-contract.md,
+    /// "Events"; `events.rs` fails for a declared type no suite makes).
+    async fn a_workspace_made_and_refreshed_makes_its_event_types(app) {
+        app.post("/v3/refresh-page", json!({})).await.expect(201);
+        app.assert_made_events(&["workspace.updated"]).await;
+        // An operator's new workspace is an event of that workspace (#44).
+        let (other, _) = app.new_workspace("Another").await;
+        app.assert_made_events_in(other, &["workspace.created"]).await;
+    }
+}
