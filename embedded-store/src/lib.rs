@@ -397,7 +397,7 @@ impl Store for EmbeddedStore {
                         Metrics::count(counter, 1);
                         Metrics::units(&self.metrics.write_milli_units, units);
                         if let (Some(partitions), Some(writes)) = (&self.partitions, counted) {
-                            partitions.record(&self.index_defs, &writes);
+                            partitions.record(&self.index_defs, &writes, transactional);
                         }
                         Ok(())
                     }
