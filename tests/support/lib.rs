@@ -34,6 +34,7 @@ pub mod faults;
 mod made;
 mod read_back;
 pub mod receiver;
+pub mod suites;
 use faults::{FaultProxy, Faults, FaultyStore};
 
 /// The admin token every test app starts with (workspace 1).

@@ -43,6 +43,10 @@ impl TestApp {
                 "{kind} is no declared event type"
             );
         }
+        assert!(
+            !made.contains("webhook.ping"),
+            "a ping is never in the log: {made:?}"
+        );
         for kind in types {
             assert!(
                 made.contains(*kind),

@@ -303,23 +303,11 @@ fn the_docs_list_every_event_type() {
 /// in its own test file, and this test fails until they are.
 #[test]
 fn every_type_is_made_by_its_change_in_its_groups_suite() {
-    let suites = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
     let mut checked = std::collections::BTreeSet::new();
-    for entry in std::fs::read_dir(&suites).unwrap().flatten() {
-        let Ok(text) = std::fs::read_to_string(entry.path()) else {
-            continue;
-        };
-        let text: String = text.split_whitespace().collect();
-        for (at, _) in text.match_indices(".assert_made_events") {
-            let call = &text[at..];
-            let call = &call[..call.find(';').unwrap_or(call.len())];
-            let Some(open) = call.find("&[\"") else {
-                continue; // named, not called
-            };
-            let list = &call[open + 2..];
-            let list = &list[..list.find(']').unwrap()];
-            checked.extend(list.split(',').map(|t| t.trim_matches('"').to_owned()));
-        }
+    for call in api_tests::suites::calls("assert_made_events").iter().chain(&api_tests::suites::calls("assert_made_events_in")) {
+        let list = &call[call.find("&[").expect("the types as a list") ..];
+        let list = &list[..list.find(']').unwrap()];
+        checked.extend(api_tests::suites::literals(list).into_iter().map(str::to_owned));
     }
     let declared: std::collections::BTreeSet<String> = shared::domain::events::TYPES
         .iter()

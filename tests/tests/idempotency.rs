@@ -179,19 +179,11 @@ fn every_create_that_reads_back_is_checked_by_its_groups_suite() {
         .filter(|r| r.read_back.is_some())
         .map(|r| r.path)
         .collect();
-    let suites = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
-    let mut checked = BTreeSet::new();
-    for entry in std::fs::read_dir(&suites).unwrap().flatten() {
-        let Ok(text) = std::fs::read_to_string(entry.path()) else {
-            continue;
-        };
-        let text: String = text.split_whitespace().collect();
-        for (at, call) in text.match_indices(".assert_read_back(\"") {
-            let route = &text[at + call.len()..];
-            checked.insert(route[..route.find('"').unwrap()].to_owned());
-        }
-    }
-    let checked: BTreeSet<&str> = checked.iter().map(String::as_str).collect();
+    let calls = api_tests::suites::calls("assert_read_back");
+    let checked: BTreeSet<&str> = calls
+        .iter()
+        .filter_map(|args| api_tests::suites::literals(args).first().copied())
+        .collect();
     let unchecked: Vec<_> = declared.difference(&checked).collect();
     assert!(
         unchecked.is_empty(),
