@@ -12,6 +12,7 @@
 //! | `CRM_S3_ENDPOINT`        | S3 endpoint override, e.g. a local moto server (path-style addressing) |
 //! | `CRM_CHECKOUT_BASE_URL`  | where checkout links point (default `https://checkout.example.com/c`) |
 //! | `CRM_DYNAMODB_ATTEMPT_TIMEOUT_MS` | how long one DynamoDB call may take before it is sent again (default 2000) |
+//! | `CRM_SHARDED_FROM`       | an RFC 3339 time from which the time-ordered families (audit entries) are spread over shards; unset: one partition each, as before. Once set, never moved nor unset (`keys::shards`) |
 //! | `AWS_REGION`             | region (set by Lambda; default `us-east-1` with an endpoint override) |
 //! | `CRM_TLS_ROOTS`          | `bundled` (Mozilla's roots compiled in; the default on Lambda) or `platform` (the system store; the default elsewhere, and chosen by `SSL_CERT_FILE`/`SSL_CERT_DIR`), see `tls.rs` |
 
@@ -45,6 +46,9 @@ pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(2);
 impl Config {
     pub fn from_env() -> Self {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        // Read now, so that a value that is no time stops the process at its
+        // start rather than at its first key.
+        crate::keys::sharded_from();
         Self {
             table: var("CRM_TABLE").unwrap_or_else(|| "crm".to_owned()),
             dynamodb_endpoint: var("CRM_DYNAMODB_ENDPOINT"),

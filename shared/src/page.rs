@@ -181,6 +181,101 @@ pub async fn read_up_to(store: &dyn Store, mut query: Query, n: usize) -> ApiRes
     Ok(items)
 }
 
+/// The first `want` items of several partitions sorted by the same key
+/// (the shards of a family, `keys::shards`), read as if they were one
+/// range in the queries' direction.
+///
+/// Round one reads `want / shards + 2` items of each shard, at once. The
+/// frontier is the earliest last key among the shards that may hold more:
+/// every item up to it is known, in order. When fewer than `want` are
+/// known, the next round reads the missing count from each shard that may
+/// hold more; the shard that sets the next frontier brings them all, so a
+/// second round always completes. A page costs at most two Queries a shard
+/// and reads about `want + 2 × shards` items when the ids spread evenly
+/// (at worst, all in one shard, `shards × want`), whatever the size of the
+/// family.
+pub async fn merged(store: &dyn Store, shards: Vec<Query>, want: usize) -> ApiResult<Vec<Item>> {
+    if shards.len() <= 1 {
+        return match shards.into_iter().next() {
+            Some(query) => read_up_to(store, query, want).await,
+            None => Ok(Vec::new()),
+        };
+    }
+    let forward = shards[0].forward;
+    let sk = shards[0].index.sk;
+    let key = |item: &Item| -> String {
+        item.get(sk)
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    // `a` comes before `b` in the reading order.
+    let before = |a: &str, b: &str| if forward { a < b } else { a > b };
+    struct Shard {
+        query: Query,
+        items: Vec<Item>,
+        more: bool,
+    }
+    let mut shards: Vec<Shard> = shards
+        .into_iter()
+        .map(|query| Shard {
+            query,
+            items: Vec::new(),
+            more: true,
+        })
+        .collect();
+    let mut ask = want.div_ceil(shards.len()) + 2;
+    let frontier = loop {
+        let reads = shards.iter_mut().filter(|s| s.more).map(|shard| async move {
+            let (items, more) = read_more(store, &mut shard.query, ask).await?;
+            shard.items.extend(items);
+            shard.more = more;
+            ApiResult::Ok(())
+        });
+        futures_util::future::try_join_all(reads).await?;
+        let frontier = shards
+            .iter()
+            .filter(|s| s.more)
+            .filter_map(|s| s.items.last().map(key))
+            .reduce(|a, b| if before(&b, &a) { b } else { a });
+        let Some(frontier) = frontier else { break None };
+        let known = shards
+            .iter()
+            .flat_map(|s| &s.items)
+            .filter(|item| !before(&frontier, &key(item)))
+            .count();
+        if known >= want {
+            break Some(frontier);
+        }
+        ask = want - known;
+    };
+    let mut items: Vec<(String, Item)> = shards
+        .into_iter()
+        .flat_map(|s| s.items)
+        .map(|item| (key(&item), item))
+        .filter(|(k, _)| frontier.as_deref().is_none_or(|f| !before(f, k)))
+        .collect();
+    items.sort_by(|(a, _), (b, _)| if forward { a.cmp(b) } else { b.cmp(a) });
+    Ok(items.into_iter().take(want).map(|(_, item)| item).collect())
+}
+
+/// Up to `n` more items of a query, which then continues after them, and
+/// whether it may hold more (DynamoDB says so at a full page, even when
+/// nothing follows).
+async fn read_more(store: &dyn Store, query: &mut Query, n: usize) -> ApiResult<(Vec<Item>, bool)> {
+    let mut items = Vec::new();
+    while items.len() < n {
+        query.limit = Some(n - items.len());
+        let page = store.query(query).await?;
+        items.extend(page.items);
+        match page.last_key {
+            Some(last) => query.start_after = Some(last),
+            None => return Ok((items, false)),
+        }
+    }
+    Ok((items, true))
+}
+
 /// Reads one `/v1` page: `limit` items after the cursor, plus one to learn whether
 /// another page follows (so the last page never promises an empty next one).
 pub async fn cursor_page(
@@ -223,10 +318,31 @@ pub async fn counted_page<R: crate::record::Record>(
     paging: Paging,
     counter: crate::keys::Counter,
 ) -> ApiResult<ListPage<R>> {
-    let (items, total) = tokio::try_join!(
-        offset_page(store, query, paging),
-        crate::record::count(store, &counter),
-    )?;
+    counted(store, offset_page(store, query, paging), counter).await
+}
+
+/// [`counted_page`] of a family kept over shards (`keys::shards`): one
+/// Query a shard, merged ([`merged`]), beside the counter's read.
+pub async fn counted_merged_page<R: crate::record::Record>(
+    store: &dyn Store,
+    shards: Vec<Query>,
+    paging: Paging,
+    counter: crate::keys::Counter,
+) -> ApiResult<ListPage<R>> {
+    let want = (paging.offset + paging.limit) as usize;
+    let page = async {
+        let items = merged(store, shards, want).await?;
+        Ok(items.into_iter().skip(paging.offset as usize).collect())
+    };
+    counted(store, page, counter).await
+}
+
+async fn counted<R: crate::record::Record>(
+    store: &dyn Store,
+    page: impl std::future::Future<Output = ApiResult<Vec<Item>>>,
+    counter: crate::keys::Counter,
+) -> ApiResult<ListPage<R>> {
+    let (items, total) = tokio::try_join!(page, crate::record::count(store, &counter))?;
     Ok(ListPage {
         total_count: Some(total),
         data: items

@@ -193,6 +193,16 @@ impl TestResponse {
     }
 }
 
+/// The suites run with the time-ordered families over shards from
+/// 2025-01-01 (`keys::shards`): every id they make is sharded, and an item
+/// written with a 2024 id stands for one stored before the cutover.
+pub fn shard_layout() {
+    shared::keys::shard_from(SHARDED_FROM.parse().expect("an RFC 3339 time"));
+}
+
+/// The cutover of [`shard_layout`].
+pub const SHARDED_FROM: &str = "2025-01-01T00:00:00Z";
+
 impl TestApp {
     /// Loads one `crm load` line into a workspace, as the operator tool does.
     pub async fn load_line(
@@ -336,6 +346,7 @@ impl TestApp {
     }
 
     pub async fn with_store(store: SharedStore, backend: Backend, table: Option<String>) -> Self {
+        shard_layout();
         // Logs (a 500's cause among them) go to the test's output, shown when it fails.
         let _ = tracing_subscriber::fmt()
             .with_test_writer()

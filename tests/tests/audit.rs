@@ -4,6 +4,32 @@
 use api_tests::api_test;
 use api_tests::serde_json::{Value, json};
 
+/// Tags made until the workspace has `size`, each a mutation and its entry.
+async fn fill_with_tags(app: &api_tests::TestApp, size: u64) {
+    let count = |page: Value| page["totalCount"].as_u64().unwrap();
+    let mut n = count(app.get("/v3/tags?limit=1").await.expect(200));
+    while n < size {
+        app.post("/v3/tags", json!({ "name": format!("tag {n}") })).await.expect(201);
+        n += 1;
+    }
+}
+
+/// An audit entry as the earlier layouts stored it: in the workspace's one
+/// partition `W#1#AUDIT`, and in the admin view's one index partition `AUDIT`.
+async fn write_old_entry(app: &api_tests::TestApp, id: &str, at: &str) {
+    let mut old = shared::store::Item::new();
+    for (k, v) in [
+        ("pk", json!("W#1#AUDIT")), ("sk", json!(id)), ("_type", json!("AuditEntry")),
+        ("gsi1pk", json!("AUDIT")), ("gsi1sk", json!(id)), ("id", json!(id)),
+        ("workspaceId", json!(1)), ("action", json!("tag.legacy")), ("resource", json!("tag")),
+        ("resourceId", json!("1")), ("tokenId", json!("t")), ("requestId", json!("r")),
+        ("createdAt", json!(at)), ("lastUpdateAt", json!(at)), ("updatedAt", json!(at)),
+    ] {
+        old.insert(k.into(), v);
+    }
+    app.store.write(vec![shared::store::Write::Put { item: old, condition: None }]).await.unwrap();
+}
+
 fn actions(page: &Value) -> Vec<String> {
     page["data"]
         .as_array()
@@ -124,44 +150,96 @@ api_test! {
     /// The operator's view reads 16 index shards and the partition from before
     /// sharding, newest first across all of them: an entry written under the
     /// old key (`gsi1pk = AUDIT`) is still listed, in its place. A page costs
-    /// the same 17 queries and one counter read at any size of the service.
+    /// the same Queries and one counter read at any size of the service.
     async fn admin_audit_merges_its_shards_and_the_old_partition(app) {
         // An entry of the earlier layout: the one index partition `AUDIT`.
         let old_id = shared::ids::new_ulid();
-        let mut old = app.store.get(&shared::keys::workspace(shared::ids::WorkspaceId(1)), false).await.unwrap().unwrap();
-        old.clear();
-        for (k, v) in [
-            ("pk", json!("W#1#AUDIT")), ("sk", json!(old_id)), ("_type", json!("AuditEntry")),
-            ("gsi1pk", json!("AUDIT")), ("gsi1sk", json!(old_id)), ("id", json!(old_id)),
-            ("workspaceId", json!(1)), ("action", json!("tag.legacy")), ("resource", json!("tag")),
-            ("resourceId", json!("1")), ("tokenId", json!("t")), ("requestId", json!("r")),
-            ("createdAt", json!("2026-11-22T00:00:00.000Z")), ("lastUpdateAt", json!("2026-11-22T00:00:00.000Z")),
-            ("updatedAt", json!("2026-11-22T00:00:00.000Z")),
-        ] {
-            old.insert(k.into(), v);
-        }
-        app.store.write(vec![shared::store::Write::Put { item: old, condition: None }]).await.unwrap();
-        let mut costs = Vec::new();
-        for size in [5, 40] {
-            while app.get("/v3/tags?limit=1").await.expect(200)["totalCount"].as_u64().unwrap() < size {
-                let n = app.get("/v3/tags?limit=1").await.expect(200)["totalCount"].as_u64().unwrap();
-                app.post("/v3/tags", json!({ "name": format!("tag {n}") })).await.expect(201);
-            }
+        write_old_entry(&app, &old_id, "2026-11-22T00:00:00.000Z").await;
+        // 17 Queries and a counter read at 5 entries and at 200: the shards
+        // are merged (`page::merged`), at most two Queries each, and the items
+        // read stay near the page, not the service.
+        for size in [5, 200] {
+            fill_with_tags(&app, size).await;
             let before = app.metrics();
             let page = app.get("/v3/audit/admin?limit=5").await.expect(200);
             let cost = app.metrics() - before;
-            costs.push((cost.gets, cost.batch_gets, cost.queries));
+            assert_eq!((cost.gets, cost.batch_gets), (1, 1), "the token, the counter's shards");
+            assert!((17..=34).contains(&cost.queries), "16 shards and the old partition, one or two rounds: {cost:?}");
+            assert!(cost.scanned <= 17 * 3 + 17 * 5, "{size} tags: {cost:?}");
             let ids: Vec<&str> = page["data"].as_array().unwrap().iter().map(|e| e["id"].as_str().unwrap()).collect();
             let mut sorted = ids.clone();
             sorted.sort_by(|a, b| b.cmp(a));
             assert_eq!(ids, sorted, "newest first across shards");
+            assert_eq!(ids.len(), 5);
         }
-        assert_eq!(costs[0], (1, 1, 17), "token, the counter's shards, 16 shards and the old partition");
-        assert_eq!(costs[0], costs[1], "the same at 5 and 40 tags");
-        let all = app.get("/v3/audit/admin?limit=100").await.expect(200);
+        let all = app.get("/v3/audit/admin?limit=500").await.expect(200);
         let actions = actions(&all);
         assert_eq!(actions.last().map(String::as_str), Some("workspace.bootstrap"));
         assert!(actions.iter().any(|a| a == "tag.legacy"), "{actions:?}");
         assert_eq!(all["data"].as_array().unwrap().len() as u64, all["totalCount"].as_u64().unwrap() + 1, "the old entry is listed; the counter counts what was written through it");
+    }
+}
+
+api_test! {
+    /// A workspace's entries are spread over eight partitions by id (one
+    /// tenant's every mutation appends one, past what one partition takes:
+    /// docs/plans/tenant-write-rate.md), and the list merges them back,
+    /// newest first, with the entries stored before the shards' cutover,
+    /// which stay in the first partition and are still read by id.
+    async fn a_workspaces_entries_are_sharded_and_listed_as_one(app) {
+        // Made in 2024, before the suites' cutover (`api_tests::SHARDED_FROM`):
+        // stored under the one partition of the earlier layout, though its
+        // id hashes to shard 3.
+        let old_id = "01HZ8HH5007K3M9Q2X5V8B4N6C";
+        write_old_entry(&app, old_id, "2024-06-01T00:00:00.000Z").await;
+        fill_with_tags(&app, 40).await;
+
+        let partitions: std::collections::BTreeSet<String> = app.every_item().await.into_iter()
+            .filter(|item| item.get("_type") == Some(&json!("AuditEntry")))
+            .map(|item| item.get("pk").and_then(Value::as_str).unwrap().to_owned())
+            .collect();
+        assert!(partitions.len() >= 6, "41 entries over the shards: {partitions:?}");
+        assert!(partitions.iter().all(|pk| pk == "W#1#AUDIT" || (pk.starts_with("W#1#S") && pk.ends_with("#AUDIT"))), "{partitions:?}");
+
+        let all = app.get("/v3/audit?limit=100").await.expect(200);
+        let ids: Vec<&str> = all["data"].as_array().unwrap().iter().map(|e| e["id"].as_str().unwrap()).collect();
+        assert_eq!(ids.len(), 42, "40 tags, the bootstrap and the old entry");
+        let mut newest_first = ids.clone();
+        newest_first.sort_by(|a, b| b.cmp(a));
+        assert_eq!(ids, newest_first);
+        assert_eq!(ids.last(), Some(&old_id), "the oldest");
+        assert_eq!(all["totalCount"], 41, "the counter counts what was written through it");
+        // Pages follow one another across the shards.
+        let mut paged = Vec::new();
+        for offset in (0..42).step_by(5) {
+            let page = app.get(&format!("/v3/audit?limit=5&offset={offset}")).await.expect(200);
+            paged.extend(page["data"].as_array().unwrap().iter().map(|e| e["id"].as_str().unwrap().to_owned()));
+        }
+        assert_eq!(paged, ids);
+        // By id, one GetItem: the new ones in their shards, the old one in the first partition.
+        for id in [ids[0], ids[20], old_id] {
+            let before = app.metrics();
+            assert_eq!(app.get(&format!("/v3/audit/{id}")).await.expect(200)["id"], json!(id));
+            let cost = app.metrics() - before;
+            assert_eq!((cost.gets, cost.queries), (2, 0), "the token and the entry: {cost:?}");
+        }
+    }
+}
+
+api_test! {
+    /// A page of a workspace's audit: eight Queries (one a shard; two
+    /// rounds at most) and the counter, reading about the page, whatever
+    /// the number of entries.
+    async fn an_audit_page_costs_the_same_at_any_size(app) {
+        for size in [5, 300] {
+            fill_with_tags(&app, size).await;
+            let before = app.metrics();
+            let page = app.get("/v3/audit?limit=20").await.expect(200);
+            let cost = app.metrics() - before;
+            assert_eq!(page["data"].as_array().unwrap().len() as u64, 20.min(size + 1));
+            assert_eq!((cost.gets, cost.batch_gets), (1, 1), "the token, the counter's shards: {cost:?}");
+            assert!((8..=16).contains(&cost.queries), "{cost:?}");
+            assert!(cost.scanned <= 8 * (20 / 8 + 3) + 8 * 20, "{size} entries: {cost:?}");
+        }
     }
 }

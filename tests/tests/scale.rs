@@ -174,7 +174,6 @@ const UNITS_A_SECOND: u64 = 600;
 #[rustfmt::skip]
 const KNOWN_HOT: &[&str] = &[
     "W#<ws>",                          // counters' shard 0 (every list's, the audit's)
-    "W#<ws>#AUDIT",                    // an entry per mutation
     "W#<ws>#CONTACT",                  // the list by id: creates and edits
     "W#<ws>#COUNT#1",                  // counters' shards 1..3, every list's in one partition each
     "W#<ws>#COUNT#2",

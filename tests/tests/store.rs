@@ -588,3 +588,47 @@ store_test! {
         assert!(read(SkRange::Prefix("zz".into()), false).await.is_empty());
     }
 }
+
+store_test! {
+    /// `page::merged` reads shards of one family as one range: the first
+    /// `want` items of the union in key order, both ways, however the items
+    /// are spread (evenly, all in one shard, shards empty), in at most two
+    /// Queries a shard.
+    async fn merged_shards_read_as_one_range(app) {
+        let s = app.store.as_ref();
+        const SHARDS: usize = 8;
+        type Spread = fn(usize) -> usize;
+        let spreads: [(&str, Spread); 3] = [
+            ("even", |i| (i.wrapping_mul(2_654_435_761) >> 7) % SHARDS),
+            ("one shard", |_| 5),
+            ("two of eight", |i| if i % 3 == 0 { 1 } else { 6 }),
+        ];
+        for (n, (spread, shard_of)) in spreads.iter().enumerate() {
+            let pk = |shard: usize| format!("M#{n}#S{shard}");
+            let writes: Vec<Write> = (0..120).map(|i| put(item(&pk(shard_of(i)), &format!("{i:04}"), json!({})))).collect();
+            for chunk in writes.chunks(25) {
+                s.write(chunk.to_vec()).await.unwrap();
+            }
+            for forward in [true, false] {
+                for want in [1, 5, 17, 40, 119, 120, 200] {
+                    let shards = (0..SHARDS)
+                        .map(|shard| {
+                            let query = Query::new(Index::TABLE, pk(shard), SkRange::All);
+                            if forward { query } else { query.backward() }
+                        })
+                        .collect();
+                    let before = app.metrics();
+                    let items = shared::page::merged(s, shards, want).await.unwrap();
+                    let cost = app.metrics() - before;
+                    let mut expected: Vec<String> = (0..120).map(|i| format!("{i:04}")).collect();
+                    if !forward {
+                        expected.reverse();
+                    }
+                    expected.truncate(want);
+                    assert_eq!(sks(&items), expected, "{spread}, forward {forward}, want {want}");
+                    assert!(cost.queries as usize <= 2 * SHARDS, "{spread}, want {want}: {cost:?}");
+                }
+            }
+        }
+    }
+}

@@ -63,6 +63,12 @@ export class CrmApiStack extends cdk.Stack {
     const logRetentionDays = new cdk.CfnParameter(this, 'LogRetentionDays', {
       type: 'Number', default: 30, description: 'Days the functions\' logs are kept.',
     });
+    const shardedFrom = new cdk.CfnParameter(this, 'ShardedFrom', {
+      type: 'String', default: '',
+      description: 'CRM_SHARDED_FROM, an RFC 3339 time from which each workspace\'s audit entries '
+        + 'spread over 8 partitions. Empty at first; set it once, at least an hour after '
+        + 'the deploy that carries it, to a time after that deploy, and never change it.',
+    });
 
     const table = new dynamodb.CfnTable(this, 'Table', {
       billingMode: 'PAY_PER_REQUEST',
@@ -163,7 +169,9 @@ export class CrmApiStack extends cdk.Stack {
     for (const spec of FUNCTIONS) {
       const name = spec.binary.split('-').map((w) => w[0].toUpperCase() + w.slice(1)).join('');
       const logGroup = new logs.CfnLogGroup(this, `${name}LogGroup`, { retentionInDays: logRetentionDays.valueAsNumber });
-      const environment: Record<string, string> = { CRM_TABLE: table.ref, RUST_LOG: logLevel.valueAsString };
+      const environment: Record<string, string> = {
+        CRM_TABLE: table.ref, RUST_LOG: logLevel.valueAsString, CRM_SHARDED_FROM: shardedFrom.valueAsString,
+      };
       if (spec.sends === 'jobs') environment.CRM_JOB_QUEUE_URL = jobs.ref;
       if (spec.sends === 'deliveries') environment.CRM_WEBHOOK_QUEUE_URL = webhooks.ref;
       if (spec.checkout) environment.CRM_CHECKOUT_BASE_URL = checkoutBaseUrl.valueAsString;

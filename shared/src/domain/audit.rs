@@ -6,27 +6,26 @@ use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::ids;
 use crate::keys;
-use crate::page::{ListPage, Paging, counted_page, read_up_to};
+use crate::page::{ListPage, Paging, counted_merged_page, merged};
 use crate::record;
 use crate::store::{Index, Query, SkRange, Store};
 
 pub use crate::record::{AUDIT_LIST as LIST, AuditEntry};
 
-/// The caller's workspace, newest first.
+/// The caller's workspace, newest first: the shards of its entries
+/// (`keys::audit_entries`) merged by id, which ULIDs sort by time.
 pub async fn list(
     store: &dyn Store,
     caller: &Caller,
     paging: Paging,
 ) -> ApiResult<ListPage<AuditEntry>> {
-    let query = Query::new(
-        Index::TABLE,
-        keys::audit_entries(caller.workspace_id),
-        SkRange::All,
-    )
-    .backward();
-    counted_page(
+    let shards = keys::audit_entries(caller.workspace_id)
+        .into_iter()
+        .map(|pk| Query::new(Index::TABLE, pk, SkRange::All).backward())
+        .collect();
+    counted_merged_page(
         store,
-        query,
+        shards,
         paging,
         keys::counter(caller.workspace_id, LIST),
     )
@@ -67,32 +66,15 @@ pub async fn list_all(
     })
 }
 
-/// One page of the admin view, newest first: the newest `offset + limit`
-/// entries of each index shard (read at once), merged by id (ULIDs sort by
-/// time). A page costs 17 queries (16 shards and the partition from before
-/// sharding) of at most `offset + limit` entries each, whatever the size of the
-/// service; `offset + limit` is at most 10,000 as in every offset list.
+/// One page of the admin view, newest first: the index shards (16 and the
+/// partition from before sharding) merged by id (`page::merged`), whatever
+/// the size of the service.
 async fn newest_of_shards(store: &dyn Store, paging: Paging) -> ApiResult<Vec<crate::store::Item>> {
-    let wanted = (paging.offset + paging.limit) as usize;
-    let reads = keys::audit_index_partitions().into_iter().map(|partition| {
-        let query = Query::new(keys::GSI1, partition, SkRange::All).backward();
-        read_up_to(store, query, wanted)
-    });
-    let mut items: Vec<_> = futures_util::future::try_join_all(reads)
-        .await?
+    let shards = keys::audit_index_partitions()
         .into_iter()
-        .flatten()
+        .map(|partition| Query::new(keys::GSI1, partition, SkRange::All).backward())
         .collect();
-    let id = |item: &crate::store::Item| {
-        item.get(keys::GSI1.sk)
-            .and_then(|v| v.as_str())
-            .map(str::to_owned)
-            .unwrap_or_default()
-    };
-    items.sort_by_key(|item| std::cmp::Reverse(id(item)));
-    Ok(items
-        .into_iter()
-        .skip(paging.offset as usize)
-        .take(paging.limit as usize)
-        .collect())
+    let wanted = (paging.offset + paging.limit) as usize;
+    let items = merged(store, shards, wanted).await?;
+    Ok(items.into_iter().skip(paging.offset as usize).collect())
 }

@@ -5,13 +5,14 @@
 //! |-------------------|----------------------------------------|-------|-----------------------|-------------------------|
 //! | API token         | by id; list in creation order          | table | `W#<ws>#TOKEN`        | `<ulid>`                |
 //! | Token secret      | authenticate a bearer token            | table | `SECRET#<sha256 hex>` | `SECRET`                |
-//! | Audit entry       | by id; list newest first               | table | `W#<ws>#AUDIT`        | `<ulid>`                |
+//! | Audit entry       | by id; list newest first (its shards merged) | table | `W#<ws>#AUDIT`, `W#<ws>#S<n>#AUDIT` ([`audit_entry`]) | `<ulid>` |
 //! | Audit entry       | every workspace, newest first (admin)  | gsi1  | `AUDIT#<shard 0..15>` (and `AUDIT`, from before) | `<ulid>` |
 //! | Event             | the feed, in the order events happened (after a cursor) | table | `W#<ws>#EVENT` | `<ulid>`           |
 //! | Event             | one record's history, oldest first     | gsi1  | `W#<ws>#HISTORY#<resource>#<id>` | `<ulid>`     |
 //! | Idempotency record | a keyed request's stored answer (TTL) | table | `W#<ws>#IDEMPOTENCY` | `<key sha256>` |
 
 use super::collection;
+use super::shards::{shard_partition, shard_partitions, sharded_from, ulid_shard};
 use crate::ids::WorkspaceId;
 use crate::store::Key;
 
@@ -27,12 +28,18 @@ pub fn token_secret(sha256_hex: &str) -> Key {
     Key::new(format!("SECRET#{sha256_hex}"), "SECRET")
 }
 
+/// Audit entries: the partition every mutation of a workspace appends to,
+/// so spread over the shards by the entry's id (`shards.rs`).
+const AUDIT: &str = "AUDIT";
+
 pub fn audit_entry(workspace_id: WorkspaceId, entry_id: &str) -> Key {
-    Key::new(collection(workspace_id, "AUDIT"), entry_id)
+    let shard = ulid_shard(entry_id, sharded_from());
+    Key::new(shard_partition(workspace_id, AUDIT, shard), entry_id)
 }
 
-pub fn audit_entries(workspace_id: WorkspaceId) -> String {
-    collection(workspace_id, "AUDIT")
+/// Every shard of a workspace's audit entries, read together for a list.
+pub fn audit_entries(workspace_id: WorkspaceId) -> Vec<String> {
+    shard_partitions(workspace_id, AUDIT)
 }
 
 /// The admin view's first gsi1 partition (every audit entry written before

@@ -29,6 +29,7 @@ mod counters;
 mod identity;
 mod limits;
 mod records;
+mod shards;
 mod webhooks;
 
 pub use contacts::*;
@@ -36,6 +37,7 @@ pub use counters::*;
 pub use identity::*;
 pub use limits::*;
 pub use records::*;
+pub use shards::*;
 pub use webhooks::*;
 
 use crate::ids::WorkspaceId;
@@ -205,6 +207,7 @@ mod tests {
             ("identity.rs", include_str!("identity.rs")),
             ("limits.rs", include_str!("limits.rs")),
             ("records.rs", include_str!("records.rs")),
+            ("shards.rs", include_str!("shards.rs")),
             ("webhooks.rs", include_str!("webhooks.rs")),
         ];
         // Every file of the module is read: a new one joins the list.
