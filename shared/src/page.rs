@@ -226,12 +226,15 @@ pub async fn merged(store: &dyn Store, shards: Vec<Query>, want: usize) -> ApiRe
         .collect();
     let mut ask = want.div_ceil(shards.len()) + 2;
     let frontier = loop {
-        let reads = shards.iter_mut().filter(|s| s.more).map(|shard| async move {
-            let (items, more) = read_more(store, &mut shard.query, ask).await?;
-            shard.items.extend(items);
-            shard.more = more;
-            ApiResult::Ok(())
-        });
+        let reads = shards
+            .iter_mut()
+            .filter(|s| s.more)
+            .map(|shard| async move {
+                let (items, more) = read_more(store, &mut shard.query, ask).await?;
+                shard.items.extend(items);
+                shard.more = more;
+                ApiResult::Ok(())
+            });
         futures_util::future::try_join_all(reads).await?;
         let frontier = shards
             .iter()

@@ -135,7 +135,10 @@ mod tests {
         assert_ne!(ulid_shard(id, Some(at("2025-01-01T00:00:00Z"))), 0);
         assert_eq!(ulid_shard(id, Some(at("2030-01-01T00:00:00Z"))), 0);
         assert_eq!(ulid_shard(id, None), 0);
-        assert_eq!(ulid_shard("not a ulid", Some(at("2025-01-01T00:00:00Z"))), 0);
+        assert_eq!(
+            ulid_shard("not a ulid", Some(at("2025-01-01T00:00:00Z"))),
+            0
+        );
     }
 
     #[test]
@@ -145,7 +148,10 @@ mod tests {
         for _ in 0..8000 {
             per_shard[ulid_shard(&crate::ids::new_ulid(), from) as usize] += 1;
         }
-        assert!(per_shard.iter().all(|n| (800..1200).contains(n)), "{per_shard:?}");
+        assert!(
+            per_shard.iter().all(|n| (800..1200).contains(n)),
+            "{per_shard:?}"
+        );
     }
 
     #[test]
@@ -160,7 +166,9 @@ mod tests {
         }
         // No family is named like a shard, so `S<n>#` can only be one.
         for family in ["AUDIT", "EVENT", "CONTACT", "DEAL", "TAG", "PRODUCT"] {
-            assert!(!(family.starts_with('S') && family[1..].starts_with(|c: char| c.is_ascii_digit())));
+            assert!(
+                !(family.starts_with('S') && family[1..].starts_with(|c: char| c.is_ascii_digit()))
+            );
         }
     }
 }
