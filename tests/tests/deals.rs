@@ -426,7 +426,7 @@ mod costs {
             for (i, path) in lists.iter().enumerate() {
                 assert_eq!(at[0][i], at[1][i], "{path} at 6 and 46 deals");
             }
-            assert_eq!(at[0][0], (1, 1, 1, 5), "unfiltered: token, one BatchGet of the counter's 4 shards, one Query of the page");
+            assert_eq!(at[0][0], (1, 1, 1, 5), "unfiltered: token, one BatchGet of the counter's shards (4 of each layout), one Query of the page");
             assert_eq!(at[0][2], (1, 1, 1, 6), "status: token, the status partition's 6 digests, one BatchGet of the page");
         }
     }

@@ -173,11 +173,7 @@ const UNITS_A_SECOND: u64 = 600;
 /// sharded must leave it, and the last step empties it.
 #[rustfmt::skip]
 const KNOWN_HOT: &[&str] = &[
-    "W#<ws>",                          // counters' shard 0 (every list's, the audit's)
     "W#<ws>#CONTACT",                  // the list by id: creates and edits
-    "W#<ws>#COUNT#1",                  // counters' shards 1..3, every list's in one partition each
-    "W#<ws>#COUNT#2",
-    "W#<ws>#COUNT#3",
     "W#<ws>#EMAIL",                    // a contact's index items, one partition each
     "W#<ws>#EMAILHELD",
     "W#<ws>#EVENT",                    // an event per mutation

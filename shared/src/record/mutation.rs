@@ -321,11 +321,14 @@ impl<'a> Mutation<'a> {
             },
             None,
         ));
+        // One pick for both audit counters: a wave's operations then move
+        // one shard of each, and share one `ADD` per counter.
+        let pick = super::sharing::pick().unwrap_or_else(rand::random);
         self.count(
-            keys::any_counter_shard(self.caller.workspace_id, AUDIT_LIST),
+            keys::counter_shard(self.caller.workspace_id, AUDIT_LIST, pick),
             1,
         );
-        self.count_list(keys::audit_counter(), 1);
+        self.count(keys::audit_counter().shard(pick), 1);
         // A bulk import's row: its mark lands with the change or not at all;
         // first, so that a row run again fails on it before any other claim.
         let creates = self.changes.iter().any(|c| c.verb == "created");
