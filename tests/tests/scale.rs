@@ -179,7 +179,6 @@ const KNOWN_HOT: &[&str] = &[
     "W#<ws>#EVENT",                    // an event per mutation
     "W#<ws>#NAMEWORD",
     "W#<ws>#PHONE",
-    "W#<ws>#ROLLUP#contacts.created",  // one item a day: never past 1,000 units, split or not
 ];
 
 /// A tenant's partition with its workspace written `<ws>` (`W#<ws>`,

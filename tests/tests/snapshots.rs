@@ -97,27 +97,31 @@ api_test! {
     }
 }
 
-/// Every counter item of the workspace's rollup series.
-async fn rollup_items(app: &TestApp) -> BTreeMap<Key, i64> {
-    let series = rollups::RECORD_SERIES;
+/// Every counter item of the workspace's rollup series, its shards summed
+/// under shard 0's key (only the sums mean anything), and how many shards
+/// hold any item.
+async fn rollup_items(app: &TestApp) -> (BTreeMap<Key, i64>, usize) {
     let mut out = BTreeMap::new();
-    for s in series {
-        let q = Query::new(
-            Index::TABLE,
-            shared::keys::rollups(WorkspaceId(1), s),
-            SkRange::All,
-        );
-        for item in shared::page::read_up_to(app.store.as_ref(), q, usize::MAX)
-            .await
-            .unwrap()
-        {
-            let n = item["n"].as_i64().unwrap();
-            if n != 0 {
-                out.insert(Key::of(&item).unwrap(), n);
+    let mut used = std::collections::BTreeSet::new();
+    for s in rollups::RECORD_SERIES {
+        for shard in 0..shared::keys::SHARDS {
+            let q = Query::new(
+                Index::TABLE,
+                shared::keys::rollup_shard(WorkspaceId(1), s, shard),
+                SkRange::All,
+            );
+            for item in shared::page::read_up_to(app.store.as_ref(), q, usize::MAX)
+                .await
+                .unwrap()
+            {
+                let key = Key::new(shared::keys::rollups(WorkspaceId(1), s), Key::of(&item).unwrap().sk);
+                *out.entry(key).or_insert(0) += item["n"].as_i64().unwrap();
+                used.insert(shard);
             }
         }
     }
-    out
+    out.retain(|_, n| *n != 0);
+    (out, used.len())
 }
 
 api_test! {
@@ -160,7 +164,8 @@ api_test! {
             let path = format!("/v3/contacts/{}", c["id"].as_str().unwrap());
             app.patch(&path, json!({ "newContact": rng.random_bool(0.5) })).await.expect(200);
         }
-        let moved = rollup_items(&app).await;
+        let (moved, shards) = rollup_items(&app).await;
+        assert!(shards > 1, "the moves spread over the shards: {shards}");
         // The recount: every record's contributions, summed.
         let ws = WorkspaceId(1);
         let mut moves = Vec::new();
@@ -180,7 +185,7 @@ api_test! {
         // Rebuilding writes the same counts.
         let written = rollups::rebuild(app.store.as_ref(), ws, &|_| {}).await.unwrap();
         assert!(written >= recount.len(), "every counted item, and any that came to 0");
-        assert_eq!(rollup_items(&app).await, recount);
+        assert_eq!(rollup_items(&app).await.0, recount);
     }
 }
 
@@ -212,8 +217,15 @@ api_test! {
             assert_eq!(again.version, done.version);
             costs.push((cost.gets, cost.queries, cost.batch_gets, cost.scanned));
         }
-        assert_eq!(costs[0], costs[1], "the same reads at 5 and 50 deals");
-        assert_eq!(costs[0].1, 5, "one Query per series: won, by pipeline, tmp sum and count, contacts");
+        let shards = u64::from(shared::keys::rollup_shards());
+        let reads = |c: &(u64, u64, u64, u64)| (c.0, c.1, c.2);
+        assert_eq!(reads(&costs[0]), reads(&costs[1]), "the same reads at 5 and 50 deals");
+        assert_eq!(costs[0].1, 5 * shards, "one Query per series and shard: won, by pipeline, tmp sum and count, contacts");
+        // Items read: at most one per series, day, dimension (two pipelines)
+        // and shard, however many records moved them.
+        for c in &costs {
+            assert!(c.3 <= 6 * shards, "{} items read for one day of 5 series", c.3);
+        }
     }
 }
 

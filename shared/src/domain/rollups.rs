@@ -2,8 +2,15 @@
 //! per metric series and day (and dimension), moved by [`stage`] in the same
 //! transaction as the write that changes it (a contact created, a deal won, a
 //! session ingested, a campaign result), so it cannot drift from the records.
-//! A snapshot sums a period's days: one Query per series, whatever the
-//! workspace's size. Days are UTC.
+//! A snapshot sums a period's days: one Query per series and shard, whatever
+//! the workspace's size. Days are UTC.
+//!
+//! Once the sharded layout is set (`keys::shards`), a series is spread over
+//! 8 partitions: a move goes to the shard its batch wave picked (so a wave's
+//! moves still add up into one `ADD`), or to one at random alone, and a read
+//! sums them all. Today's item of `contacts.created` would otherwise take
+//! every create of a tenant, and one item never takes more than 1,000 write
+//! units a second, split or not.
 //!
 //! | Series | Counts, by day of |
 //! |---|---|
@@ -148,40 +155,53 @@ pub fn of_campaign_report(at: &Timestamp, sent: u64, read: u64, answered: u64) -
     ]
 }
 
-/// The counter item of a move.
+/// The counter item of a move, in shard 0.
 pub fn key(ws: WorkspaceId, m: &Move) -> Key {
+    key_in(ws, m, 0)
+}
+
+/// The counter item of a move in shard `shard`.
+fn key_in(ws: WorkspaceId, m: &Move, shard: u32) -> Key {
     let sk = match &m.dimension {
         Some(d) => format!("{}#{d}", m.day),
         None => m.day.clone(),
     };
-    Key::new(keys::rollups(ws, m.series), sk)
+    Key::new(keys::rollup_shard(ws, m.series, shard), sk)
 }
 
 /// The net moves from the record as it was (`before`) to as it is (`after`),
-/// one per counter item, zeros left out.
+/// one per counter item of shard 0, zeros left out.
 pub fn net(ws: WorkspaceId, before: &[Move], after: &[Move]) -> BTreeMap<Key, i64> {
+    net_in(ws, 0, before, after)
+}
+
+fn net_in(ws: WorkspaceId, shard: u32, before: &[Move], after: &[Move]) -> BTreeMap<Key, i64> {
     let mut moves = BTreeMap::new();
     for (m, sign) in before
         .iter()
         .map(|m| (m, -1))
         .chain(after.iter().map(|m| (m, 1)))
     {
-        let total = moves.entry(key(ws, m)).or_insert(0i64);
+        let total = moves.entry(key_in(ws, m, shard)).or_insert(0i64);
         *total = total.saturating_add(sign * m.delta);
     }
     moves.retain(|_, d| *d != 0);
     moves
 }
 
-/// Adds the counter moves of a change to its mutation.
+/// Adds the counter moves of a change to its mutation, all in one shard:
+/// a change's before and after net out in one item, whatever the layout.
 pub fn stage(m: &mut Mutation<'_>, ws: WorkspaceId, before: &[Move], after: &[Move]) {
-    for (key, delta) in net(ws, before, after) {
+    let shard = crate::record::sharing::shard_pick() % keys::rollup_shards();
+    for (key, delta) in net_in(ws, shard, before, after) {
         m.count(key, delta);
     }
 }
 
 /// A series over `[from, to]` (days, inclusive): the total, and the totals per
-/// dimension when the series has them. One Query.
+/// dimension when the series has them. One Query per shard, in parallel;
+/// each item of a shard may be negative (a deal won in one shard and
+/// reopened in another), only the sums mean anything.
 pub async fn read(
     store: &dyn Store,
     ws: WorkspaceId,
@@ -189,14 +209,18 @@ pub async fn read(
     from: &str,
     to: &str,
 ) -> ApiResult<(i64, BTreeMap<String, i64>)> {
-    let query = Query::new(
-        Index::TABLE,
-        keys::rollups(ws, series),
-        SkRange::Between(from.to_owned(), format!("{to}$")),
-    );
+    let reads = (0..keys::rollup_shards()).map(|shard| {
+        let query = Query::new(
+            Index::TABLE,
+            keys::rollup_shard(ws, series, shard),
+            SkRange::Between(from.to_owned(), format!("{to}$")),
+        );
+        read_up_to(store, query, usize::MAX)
+    });
+    let shards = futures_util::future::try_join_all(reads).await?;
     let mut total = 0;
     let mut by = BTreeMap::new();
-    for item in read_up_to(store, query, usize::MAX).await? {
+    for item in shards.into_iter().flatten() {
         let n = item.get(COUNT).and_then(Value::as_i64).unwrap_or(0);
         total += n;
         if let Some((_, dimension)) = item
@@ -214,7 +238,8 @@ pub async fn read(
 /// sessions; campaign results keep no per-day history, so their series are
 /// left as they are): for data loaded before rollups existed, or to check
 /// them. Every counter item of those series is written with the recount (0
-/// where the records count nothing). Run it while nothing writes to the
+/// where the records count nothing): into shard 0, the other shards' items
+/// to 0. Run it while nothing writes to the
 /// workspace: a write between its reads and its writes would be overwritten.
 /// `progress` hears how many records were read. Answers the number of
 /// counter items written.
@@ -251,11 +276,15 @@ pub async fn rebuild(
         progress(1);
     }
     let mut counts = net(ws, &[], &moves);
-    // Items the recount does not name (a day that came to nothing) go to 0.
+    // Items the recount does not name (a day that came to nothing, or any
+    // item of shards 1..7) go to 0.
     for series in RECORD_SERIES {
-        for item in read_up_to(store, all(keys::rollups(ws, series)), usize::MAX).await? {
-            if let Some(key) = Key::of(&item) {
-                counts.entry(key).or_insert(0);
+        for shard in 0..keys::rollup_shards() {
+            let pk = keys::rollup_shard(ws, series, shard);
+            for item in read_up_to(store, all(pk), usize::MAX).await? {
+                if let Some(key) = Key::of(&item) {
+                    counts.entry(key).or_insert(0);
+                }
             }
         }
     }

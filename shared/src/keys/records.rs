@@ -33,6 +33,7 @@
 //! | Campaign index    | by status, channel, name word (with a digest) | table | `W#<ws>#CAMPAIGNS#<KIND>#<value>` | `<id:16>` or `<word>#<id:16>` |
 //! | Campaign report   | a results report counted once (sentinel) | table | `W#<ws>#CAMPAIGNREPORT#<id>` | `<report id>` |
 //! | Rollup            | a metric per day (and dimension), moved with the writes | table | `W#<ws>#ROLLUP#<series>` | `<day>` or `<day>#<dimension>` |
+//! | Rollup shard      | the same, shard 1..7 once sharded (`keys::shards`), summed on read | table | `W#<ws>#S<n>#ROLLUP#<series>` | `<day>` or `<day>#<dimension>` |
 //! | Local job         | jobs the in-process queue has not run  | table | `LOCALQUEUE`          | `<ulid>`                |
 //! | Local dead job    | jobs that failed every run (local)     | table | `LOCALQUEUE#DEAD`     | `<ulid>`                |
 
@@ -274,6 +275,22 @@ pub fn campaign_report(ws: WorkspaceId, campaign_id: CampaignId, report_id: &str
 /// A metric's daily counts (`contacts.created`, `deals.wonValueByPipeline`, ...).
 pub fn rollups(ws: WorkspaceId, series: &str) -> String {
     collection(ws, &format!("ROLLUP#{series}"))
+}
+
+/// Shard `shard` of a metric's daily counts: [`rollups`] for 0.
+pub fn rollup_shard(ws: WorkspaceId, series: &str, shard: u32) -> String {
+    super::shard_partition(ws, &format!("ROLLUP#{series}"), shard)
+}
+
+/// Shards a rollup series is spread over: [`super::SHARDS`] once the
+/// sharded layout is set, else 1. A sum needs no cutover: every read sums
+/// every shard, and shard 0 holds what was counted before.
+pub fn rollup_shards() -> u32 {
+    if super::sharded_from().is_some() {
+        super::SHARDS
+    } else {
+        1
+    }
 }
 
 /// The partition of the in-process job queue (`crm serve`): a job message

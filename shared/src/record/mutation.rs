@@ -323,7 +323,7 @@ impl<'a> Mutation<'a> {
         ));
         // One pick for both audit counters: a wave's operations then move
         // one shard of each, and share one `ADD` per counter.
-        let pick = super::sharing::pick().unwrap_or_else(rand::random);
+        let pick = super::sharing::shard_pick();
         self.count(
             keys::counter_shard(self.caller.workspace_id, AUDIT_LIST, pick),
             1,

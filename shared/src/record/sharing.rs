@@ -113,6 +113,12 @@ pub(super) fn pick() -> Option<u32> {
     SHARING.try_with(|(sharing, _)| sharing.pick).ok()
 }
 
+/// A pick of counter shards for one operation's moves: its wave's, or one
+/// at random alone.
+pub fn shard_pick() -> u32 {
+    pick().unwrap_or_else(rand::random)
+}
+
 /// Whether this task's operation is one of a wave.
 pub(super) fn active() -> bool {
     SHARING.try_with(|_| ()).is_ok()
