@@ -192,7 +192,7 @@ fn net_in(ws: WorkspaceId, shard: u32, before: &[Move], after: &[Move]) -> BTree
 /// Adds the counter moves of a change to its mutation, all in one shard:
 /// a change's before and after net out in one item, whatever the layout.
 pub fn stage(m: &mut Mutation<'_>, ws: WorkspaceId, before: &[Move], after: &[Move]) {
-    let shard = crate::record::sharing::shard_pick() % keys::rollup_shards();
+    let shard = m.pick() % keys::rollup_shards();
     for (key, delta) in net_in(ws, shard, before, after) {
         m.count(key, delta);
     }

@@ -39,11 +39,6 @@ impl Counter {
             .collect()
     }
 
-    /// The shard a write moves: one at random.
-    pub fn any_shard(&self) -> Key {
-        self.shard(rand::random::<u32>())
-    }
-
     /// The shard that `pick` (any number) names: writes that pick alike move
     /// one shard, and add up into one write where they share a commit.
     pub fn shard(&self, pick: u32) -> Key {

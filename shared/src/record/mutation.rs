@@ -40,6 +40,8 @@ pub struct Mutation<'a> {
     claims: Vec<usize>,
     /// An erasure's writes: their events carry no earlier values.
     redact: bool,
+    /// The counter shards this mutation moves ([`Mutation::pick`]).
+    pick: u32,
 }
 
 /// How a mutation can fail before being turned into an API error.
@@ -62,7 +64,16 @@ impl<'a> Mutation<'a> {
             changes: Vec::new(),
             claims: Vec::new(),
             redact: false,
+            pick: super::sharing::shard_pick(),
         }
+    }
+
+    /// The pick of counter shards (a list's, the audit's, a rollup's) for
+    /// every move of this mutation: its batch wave's, or one at random.
+    /// One pick per mutation, so that the moves of many records in one
+    /// transaction (an import's window) add into one `ADD` per counter.
+    pub fn pick(&self) -> u32 {
+        self.pick
     }
 
     /// The writes of an erasure: their events say what the records are
@@ -286,16 +297,12 @@ impl<'a> Mutation<'a> {
         self
     }
 
-    /// Moves a list's counter: one of its shards, at random; the same one
+    /// Moves a list's counter: the shard of the mutation's pick, the same
     /// for every operation of a batch's wave, so that their moves add up
     /// into one write (with a shard each, a transaction of 100 items held
     /// about 20 creates, not 24, and a batch of 100 took 5 or 6).
     pub fn count_list(&mut self, counter: &keys::Counter, delta: i64) -> &mut Self {
-        let shard = match super::sharing::pick() {
-            Some(pick) => counter.shard(pick),
-            None => counter.any_shard(),
-        };
-        self.count(shard, delta)
+        self.count(counter.shard(self.pick), delta)
     }
 
     /// Commits the change and its audit entry (`action` such as `tag.create`).
@@ -321,9 +328,9 @@ impl<'a> Mutation<'a> {
             },
             None,
         ));
-        // One pick for both audit counters: a wave's operations then move
-        // one shard of each, and share one `ADD` per counter.
-        let pick = super::sharing::shard_pick();
+        // The mutation's pick for both audit counters: a wave's operations
+        // then move one shard of each, and share one `ADD` per counter.
+        let pick = self.pick;
         self.count(
             keys::counter_shard(self.caller.workspace_id, AUDIT_LIST, pick),
             1,

@@ -115,7 +115,7 @@ pub(super) fn pick() -> Option<u32> {
 
 /// A pick of counter shards for one operation's moves: its wave's, or one
 /// at random alone.
-pub fn shard_pick() -> u32 {
+pub(super) fn shard_pick() -> u32 {
     pick().unwrap_or_else(rand::random)
 }
 
