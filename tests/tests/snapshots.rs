@@ -124,6 +124,18 @@ async fn rollup_items(app: &TestApp) -> (BTreeMap<Key, i64>, usize) {
     (out, used.len())
 }
 
+/// How many counter items the series hold, over every shard.
+async fn stored_items(app: &TestApp, series: &[&str]) -> u64 {
+    let mut n = 0;
+    for s in series {
+        for shard in 0..shared::keys::SHARDS {
+            let q = Query::new(Index::TABLE, shared::keys::rollup_shard(WorkspaceId(1), s, shard), SkRange::All);
+            n += shared::page::read_up_to(app.store.as_ref(), q, usize::MAX).await.unwrap().len() as u64;
+        }
+    }
+    n
+}
+
 api_test! {
     /// After random creates, updates (won, lost, reopened, revalued, moved)
     /// and replaced sessions, the rollups equal a recount from the records:
@@ -216,6 +228,9 @@ api_test! {
             let again = dashboards::process(app.store.as_ref(), message.workspace_id, &message.job_id).await.unwrap();
             assert_eq!(again.version, done.version);
             costs.push((cost.gets, cost.queries, cost.batch_gets, cost.scanned));
+            // It reads the series' items and nothing else.
+            let read = ["deals.won", "deals.wonValueByPipeline", "sessions.tmpMs", "sessions.tmpCount", "contacts.created"];
+            assert_eq!(cost.scanned, stored_items(&app, &read).await, "{cost:?}");
         }
         let shards = u64::from(shared::keys::rollup_shards());
         let reads = |c: &(u64, u64, u64, u64)| (c.0, c.1, c.2);

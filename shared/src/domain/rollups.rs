@@ -6,9 +6,9 @@
 //! the workspace's size. Days are UTC.
 //!
 //! Once the sharded layout is set (`keys::shards`), a series is spread over
-//! 8 partitions: a move goes to the shard its batch wave picked (so a wave's
-//! moves still add up into one `ADD`), or to one at random alone, and a read
-//! sums them all. Today's item of `contacts.created` would otherwise take
+//! 8 partitions: a mutation's moves go to the shard of its pick
+//! (`Mutation::pick`: a batch wave's, so its moves still add up into one
+//! `ADD`, or one at random), and a read sums them all. Today's item of `contacts.created` would otherwise take
 //! every create of a tenant, and one item never takes more than 1,000 write
 //! units a second, split or not.
 //!
@@ -237,10 +237,10 @@ pub async fn read(
 /// Rebuilds a workspace's rollups from its records (contacts, deals and
 /// sessions; campaign results keep no per-day history, so their series are
 /// left as they are): for data loaded before rollups existed, or to check
-/// them. Every counter item of those series is written with the recount (0
-/// where the records count nothing): into shard 0, the other shards' items
-/// to 0. Run it while nothing writes to the
-/// workspace: a write between its reads and its writes would be overwritten.
+/// them. Every counter item of those series is written: shard 0's with the
+/// recount (0 where the records count nothing), the other shards' with 0.
+/// Run it while nothing writes to the workspace: a write between its reads
+/// and its writes would be overwritten.
 /// `progress` hears how many records were read. Answers the number of
 /// counter items written.
 pub async fn rebuild(

@@ -107,16 +107,12 @@ impl Sharing {
     }
 }
 
-/// The shard pick of the wave this task's operation belongs to: its
-/// counters' moves go to one shard each.
-pub(super) fn pick() -> Option<u32> {
-    SHARING.try_with(|(sharing, _)| sharing.pick).ok()
-}
-
-/// A pick of counter shards for one operation's moves: its wave's, or one
-/// at random alone.
+/// The pick of counter shards for one operation's moves: that of the wave
+/// its task belongs to (so a wave's moves add up), or one at random alone.
 pub(super) fn shard_pick() -> u32 {
-    pick().unwrap_or_else(rand::random)
+    SHARING
+        .try_with(|(sharing, _)| sharing.pick)
+        .unwrap_or_else(|_| rand::random())
 }
 
 /// Whether this task's operation is one of a wave.
