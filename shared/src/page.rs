@@ -195,10 +195,20 @@ pub async fn read_up_to(store: &dyn Store, mut query: Query, n: usize) -> ApiRes
 /// (at worst, all in one shard, `shards × want`), whatever the size of the
 /// family.
 pub async fn merged(store: &dyn Store, shards: Vec<Query>, want: usize) -> ApiResult<Vec<Item>> {
+    Ok(merged_more(store, shards, want).await?.0)
+}
+
+/// [`merged`], and whether the shards may hold more after the items read
+/// (at a full page, as DynamoDB says, even when nothing follows).
+pub async fn merged_more(
+    store: &dyn Store,
+    shards: Vec<Query>,
+    want: usize,
+) -> ApiResult<(Vec<Item>, bool)> {
     if shards.len() <= 1 {
         return match shards.into_iter().next() {
-            Some(query) => read_up_to(store, query, want).await,
-            None => Ok(Vec::new()),
+            Some(mut query) => read_more(store, &mut query, want).await,
+            None => Ok((Vec::new(), false)),
         };
     }
     let forward = shards[0].forward;
@@ -259,7 +269,11 @@ pub async fn merged(store: &dyn Store, shards: Vec<Query>, want: usize) -> ApiRe
         .filter(|(k, _)| frontier.as_deref().is_none_or(|f| !before(f, k)))
         .collect();
     items.sort_by(|(a, _), (b, _)| if forward { a.cmp(b) } else { b.cmp(a) });
-    Ok(items.into_iter().take(want).map(|(_, item)| item).collect())
+    let more = frontier.is_some() || items.len() > want;
+    Ok((
+        items.into_iter().take(want).map(|(_, item)| item).collect(),
+        more,
+    ))
 }
 
 /// Up to `n` more items of a query, which then continues after them, and

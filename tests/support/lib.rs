@@ -597,6 +597,70 @@ impl TestApp {
         self.raw(request).await
     }
 
+    /// An event of workspace 1 as the log kept it before its shards: made
+    /// at `at` (before [`SHARDED_FROM`]), in `W#1#EVENT`, kept 30 days from
+    /// now. Answers its cursor.
+    pub async fn an_old_event(&self, kind: &str, resource_id: &str, at: &str) -> String {
+        use shared::record::{Event, EventData, StoredEvent};
+        let at: shared::ids::Timestamp = at.parse().expect("an RFC 3339 time");
+        let cursor = shared::domain::events::cursor_at(at);
+        let (resource, _) = kind.split_once('.').expect("resource.verb");
+        let stored = StoredEvent {
+            event: Event {
+                id: format!("evt_{cursor}"),
+                kind: kind.to_owned(),
+                workspace_id: shared::ids::WorkspaceId(1),
+                occurred_at: at,
+                cursor: cursor.clone(),
+                resource: resource.to_owned(),
+                resource_id: resource_id.to_owned(),
+                version: Some(1),
+                data: EventData {
+                    object: json!({ "id": resource_id, "name": "from before" }),
+                    previous: None,
+                },
+                token_id: "legacy".into(),
+                request_id: "legacy".into(),
+            },
+            ttl: (chrono::Utc::now() + chrono::Duration::days(30)).timestamp(),
+        };
+        let item = shared::record::to_item(&stored).expect("an item");
+        assert_eq!(
+            item["pk"],
+            json!("W#1#EVENT"),
+            "an event from before is in shard 0"
+        );
+        self.store
+            .write(vec![shared::store::Write::Put {
+                item,
+                condition: None,
+            }])
+            .await
+            .expect("the event written");
+        cursor
+    }
+
+    /// Where workspace 1's events are stored: each cursor with its partition.
+    pub async fn stored_events(&self) -> Vec<(String, String)> {
+        let mut stored = Vec::new();
+        for partition in keys::event_partitions(shared::ids::WorkspaceId(1)) {
+            let query = shared::store::Query::new(
+                shared::store::Index::TABLE,
+                partition.clone(),
+                shared::store::SkRange::All,
+            );
+            let items = shared::page::read_up_to(self.store.as_ref(), query, 10_000)
+                .await
+                .expect("the log read");
+            for item in items {
+                let cursor = item["sk"].as_str().expect("a cursor").to_owned();
+                stored.push((cursor, partition.clone()));
+            }
+        }
+        stored.sort();
+        stored
+    }
+
     /// Creates a contact (a deal needs one) and answers its id.
     pub async fn a_contact(&self) -> u64 {
         let contact = self

@@ -206,7 +206,8 @@ api_test! {
         let (events, _) = follow(&app, None, "&types=tag.created", 10).await;
         assert_eq!(events.len(), 1);
         // Its 30 days over (TTL deletes lazily): refused on read.
-        let key = shared::keys::event(shared::ids::WorkspaceId(1), events[0]["cursor"].as_str().unwrap());
+        let [cursor, resource, id] = ["cursor", "resource", "resourceId"].map(|f| events[0][f].as_str().unwrap());
+        let key = shared::keys::event(shared::ids::WorkspaceId(1), resource, id, cursor);
         let mut item = app.store.get(&key, true).await.unwrap().unwrap();
         item.insert("ttl".into(), json!(chrono::Utc::now().timestamp() - 1));
         app.store.write(vec![shared::store::Write::Put { item, condition: None }]).await.unwrap();
@@ -352,5 +353,66 @@ api_test! {
         assert!(theirs.iter().all(|e| e["workspaceId"] == id), "{theirs:?}");
         assert_eq!(theirs[0]["data"]["object"]["name"], "Acme");
         assert_eq!(theirs[2]["data"]["object"]["environment"], "testing");
+    }
+}
+
+api_test! {
+    /// The log over its shards (each record's events in its record's): the
+    /// events from before the cutover, still in their one partition, and
+    /// the new ones spread over the shards read as one feed, each once, in
+    /// cursor order; a cursor from before resumes; `types` pages step over
+    /// the others as before.
+    async fn the_feed_reads_the_log_from_before_its_shards_and_after_as_one(app) {
+        let (app, clock) = app.with_manual_clock();
+        let mut old = Vec::new();
+        for i in 0..5 {
+            old.push(app.an_old_event("tag.created", &format!("old-{i}"), &format!("2024-06-01T00:00:0{i}Z")).await);
+        }
+        for i in 0..12 {
+            app.post("/v3/tags", json!({ "name": format!("t{i}") })).await.expect(201);
+        }
+        for i in 0..4 {
+            app.post("/v3/contacts", json!({ "name": format!("c{i}") })).await.expect(201);
+        }
+        clock.advance(Duration::seconds(16));
+        let stored = app.stored_events().await;
+        let shards: std::collections::BTreeSet<&str> = stored.iter().filter(|(c, _)| !old.contains(c)).map(|(_, p)| p.as_str()).collect();
+        assert!(shards.len() >= 3, "new events spread over the shards: {shards:?}");
+
+        let (events, _) = follow(&app, None, "", 3).await;
+        let cursors: Vec<String> = events.iter().map(|e| e["cursor"].as_str().unwrap().to_owned()).collect();
+        let mut expected: Vec<String> = stored.iter().map(|(c, _)| c.clone()).collect();
+        expected.sort();
+        assert_eq!(cursors, expected, "every stored event once, in cursor order");
+        assert_eq!(cursors[..5], old[..], "the events from before come first");
+
+        let (rest, _) = follow(&app, Some(&old[2]), "", 4).await;
+        assert_eq!(rest.len(), cursors.len() - 3, "a cursor from before the shards resumes after itself");
+        assert_eq!(rest[0]["cursor"], json!(old[3]));
+
+        let (contacts, _) = follow(&app, None, "&types=contact.*", 2).await;
+        assert_eq!(types(&contacts), ["contact.created"; 4]);
+    }
+}
+
+api_test! {
+    /// A record's history crosses the cutover: its event from before (in the
+    /// log's first partition) and its later ones (in its shard), oldest
+    /// first, page by page.
+    async fn a_history_crosses_the_logs_cutover(app) {
+        let contact = app.a_contact().await;
+        app.an_old_event("contact.updated", &contact.to_string(), "2024-06-01T00:00:00Z").await;
+        app.patch(&format!("/v3/contacts/{contact}"), json!({ "name": "Renamed" })).await.expect(200);
+        let mut kinds = Vec::new();
+        let mut after = String::new();
+        loop {
+            let page = app.get(&format!("/v3/contacts/{contact}/history?limit=1{after}")).await.expect(200);
+            kinds.extend(types(page["data"].as_array().unwrap()).into_iter().map(str::to_owned));
+            if page["hasMore"] != true {
+                break;
+            }
+            after = format!("&after={}", page["nextCursor"].as_str().unwrap());
+        }
+        assert_eq!(kinds, ["contact.updated", "contact.created", "contact.updated"]);
     }
 }

@@ -176,7 +176,6 @@ const KNOWN_HOT: &[&str] = &[
     "W#<ws>#CONTACT",                  // the list by id: creates and edits
     "W#<ws>#EMAIL",                    // a contact's index items, one partition each
     "W#<ws>#EMAILHELD",
-    "W#<ws>#EVENT",                    // an event per mutation
     "W#<ws>#NAMEWORD",
     "W#<ws>#PHONE",
 ];

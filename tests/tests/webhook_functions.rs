@@ -37,16 +37,18 @@ fn stream_event(images: &[Value]) -> StreamEvent {
     serde_json::from_value(event).expect("a stream event")
 }
 
-/// The stored items of workspace 1's event log, as the stream carries them.
+/// The stored items of workspace 1's event log (every shard), as the
+/// stream carries them.
 async fn event_images(app: &TestApp) -> Vec<Value> {
-    let query = Query::new(
-        Index::TABLE,
-        shared::keys::events(WorkspaceId(1)),
-        SkRange::All,
-    );
-    let items = shared::page::read_up_to(app.store.as_ref(), query, 1000)
-        .await
-        .unwrap();
+    let mut items = Vec::new();
+    for partition in shared::keys::event_partitions(WorkspaceId(1)) {
+        let query = Query::new(Index::TABLE, partition, SkRange::All);
+        items.extend(
+            shared::page::read_up_to(app.store.as_ref(), query, 1000)
+                .await
+                .unwrap(),
+        );
+    }
     items
         .into_iter()
         .map(|item| {

@@ -285,6 +285,34 @@ api_test! {
 }
 
 api_test! {
+    /// A replay reaches the events from before the log's shards (in its
+    /// first partition; their deliveries name no shard) and the later ones
+    /// in their shards: each delivery reads its event where it is.
+    async fn a_replay_reads_each_event_in_its_shard(app) {
+        let app = app.delivering(webhook_settings()).await;
+        let receiver = Receiver::start().await;
+        let (path, _) = endpoint(&app, &receiver, json!(["tag.created"])).await;
+        let mut old = Vec::new();
+        for i in 0..2 {
+            let cursor = app.an_old_event("tag.created", &format!("old-{i}"), &format!("2024-06-01T00:00:0{i}Z")).await;
+            old.push(format!("evt_{cursor}"));
+        }
+        for i in 0..6 {
+            app.post("/v3/tags", json!({ "name": format!("t{i}") })).await.expect(201);
+        }
+        receiver.wait_for("the live deliveries", |got| got.len() >= 6).await;
+        let live: std::collections::BTreeSet<String> = receiver.received().iter().map(|r| r.id().to_owned()).collect();
+        let replay = app.post(&format!("{path}/replay"), json!({ "since": "2024-01-01T00:00:00Z" })).await.expect(200);
+        assert_eq!(replay["queued"], 8, "{replay}");
+        let got = receiver.wait_for("the replay", |got| got.len() >= 14).await;
+        let replayed: std::collections::BTreeSet<String> = got[6..].iter().map(|r| r.id().to_owned()).collect();
+        let expected: std::collections::BTreeSet<String> = live.into_iter().chain(old).collect();
+        assert_eq!(replayed, expected, "every event's body read, old and new");
+        assert!(got[6..].iter().all(|r| r.kind() == "tag.created"));
+    }
+}
+
+api_test! {
     /// An import delivers its `import.completed` with its counts, not one
     /// event per row, unless the endpoint opted in to rows.
     async fn an_import_is_one_event(app) {

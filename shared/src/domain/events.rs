@@ -3,9 +3,11 @@
 //!
 //! - `GET /v3/events?after=<cursor>&types=deal.*,contact.created&limit=`:
 //!   a workspace's events in the order they happened, each at least
-//!   [`SETTLE`] old, so that following `nextCursor` never skips one. A page
-//!   is one Query that reads at most `limit` events, at any workspace size;
-//!   with `types`, the events of other types among them are stepped over (a
+//!   [`SETTLE`] old, so that following `nextCursor` never skips one. The
+//!   log is kept over 8 shards (each record's events in its record's,
+//!   `keys::event`); a page reads them all at once and merges them by
+//!   cursor (`page::merged`): 8 Queries, 16 at most, reading about
+//!   `limit + 16` events, at any workspace size; with `types`, the events of other types among them are stepped over (a
 //!   page may then hold fewer than `limit`, and `hasMore` says to go on).
 //! - An event carries its record, so it is shown only to a token that may
 //!   read that record ([`read_scope`]: `contact.*` needs `contacts:read`,
@@ -25,9 +27,10 @@ use crate::auth::{self, Caller, Resource, Scope};
 use crate::error::{ApiError, ApiResult};
 use crate::ids;
 use crate::keys;
+use crate::page::merged_more;
 use crate::record::event::{Event, SETTLE, StoredEvent};
 use crate::record::{self, Record, from_item};
-use crate::store::{Index, Item, Key, PK, SK, SkRange, Store};
+use crate::store::{Index, Item, Key, PK, Query, SK, SkRange, Store};
 
 /// Every event type (docs/api-contract.md#events lists them with what makes
 /// them), declared with its group's scope resource ([`Resource`]). A filter
@@ -240,54 +243,65 @@ pub fn cursor_at(at: ids::Timestamp) -> String {
     ulid::Ulid::from_parts(ms, (1u128 << 80) - 1).to_string()
 }
 
-/// Where a page of events is read: the feed's partition of the table, or a
-/// record's history in gsi1 (whose start keys also name the event's own key).
-struct Source {
-    index: Index,
-    partition: String,
-    /// The partition of the events themselves, for an index's start key.
-    events: Option<String>,
-}
-
-impl Source {
-    /// The start key of a Query that goes on after `cursor`.
-    fn after(&self, cursor: &str) -> Item {
-        let mut key = Item::new();
-        if let Some(events) = &self.events {
-            key.insert(self.index.pk.into(), self.partition.clone().into());
-            key.insert(self.index.sk.into(), cursor.into());
-            key.insert(PK.into(), events.clone().into());
-        } else {
-            key.insert(PK.into(), self.partition.clone().into());
-        }
-        key.insert(SK.into(), cursor.into());
-        key
-    }
-}
-
-/// One page of events from `source`, after `after`, up to `upto`: every
-/// unexpired event read. `nextCursor` is the last event read, whether or
-/// not a reader keeps it ([`EventPage::keep`]), so stepping over events
-/// never makes a reader skip or read again one it would keep.
-async fn page(
-    store: &dyn Store,
-    source: Source,
-    after: Option<String>,
-    upto: Option<String>,
-    limit: usize,
-) -> ApiResult<EventPage> {
-    let range = match &upto {
-        Some(upto) => SkRange::AtMost(upto.clone()),
+/// The Queries of the feed's page after `after`, up to `upto`: one per
+/// shard of the log (`keys::event_partitions`), each starting after the
+/// same cursor, since every shard is sorted by it.
+fn log_shards(ws: ids::WorkspaceId, after: Option<&str>, upto: Option<String>) -> Vec<Query> {
+    let range = match upto {
+        Some(upto) => SkRange::AtMost(upto),
         None => SkRange::All,
     };
-    let mut query = crate::store::Query::new(source.index, source.partition.clone(), range);
-    query.limit = Some(limit);
-    query.start_after = after.as_deref().map(|cursor| source.after(cursor));
-    let page = store.query(&query).await?;
+    keys::event_partitions(ws)
+        .into_iter()
+        .map(|partition| {
+            let mut query = Query::new(Index::TABLE, partition.clone(), range.clone());
+            query.start_after = after.map(|cursor| start_key(None, &Key::new(partition, cursor)));
+            query
+        })
+        .collect()
+}
+
+/// The Query of record `id`'s history after `after` (gsi1). Its start key
+/// names the event's own key too, which the record's shard gives.
+fn history_query(ws: ids::WorkspaceId, resource: &str, id: &str, after: Option<&str>) -> Query {
+    let partition = keys::history(ws, resource, id);
+    let mut query = Query::new(keys::GSI1, partition.clone(), SkRange::All);
+    query.start_after = after.map(|cursor| {
+        let event = keys::event(ws, resource, id, cursor);
+        start_key(Some((keys::GSI1, partition)), &event)
+    });
+    query
+}
+
+/// The start key of a Query that goes on after the event at `event`, in
+/// the table or in an index partition.
+fn start_key(index: Option<(Index, String)>, event: &Key) -> Item {
+    let mut key = Item::new();
+    if let Some((index, partition)) = index {
+        key.insert(index.pk.into(), partition.into());
+        key.insert(index.sk.into(), event.sk.clone().into());
+    }
+    key.insert(PK.into(), event.pk.clone().into());
+    key.insert(SK.into(), event.sk.clone().into());
+    key
+}
+
+/// One page of events of `queries` (the log's shards merged by cursor, or
+/// one history), after `after`: every unexpired event read. `nextCursor`
+/// is the last event read, whether or not a reader keeps it
+/// ([`EventPage::keep`]), so stepping over events never makes a reader
+/// skip or read again one it would keep.
+async fn page(
+    store: &dyn Store,
+    queries: Vec<Query>,
+    after: Option<String>,
+    limit: usize,
+) -> ApiResult<EventPage> {
+    let (items, has_more) = merged_more(store, queries, limit).await?;
     let now = ids::now();
-    let mut data = Vec::with_capacity(page.items.len());
+    let mut data = Vec::with_capacity(items.len());
     let mut last = after;
-    for item in page.items {
+    for item in items {
         let stored: StoredEvent = from_item(item)?;
         last = Some(stored.event.cursor.clone());
         if !stored.expired(now) {
@@ -297,7 +311,7 @@ async fn page(
     Ok(EventPage {
         data,
         next_cursor: last,
-        has_more: page.last_key.is_some(),
+        has_more,
     })
 }
 
@@ -328,12 +342,8 @@ pub async fn feed(store: &dyn Store, caller: &Caller, q: EventQuery) -> ApiResul
                 has_more: false,
             });
         }
-        let source = Source {
-            index: Index::TABLE,
-            partition: keys::events(caller.workspace_id),
-            events: None,
-        };
-        page(store, source, after.clone(), Some(upto.clone()), limit).await
+        let shards = log_shards(caller.workspace_id, after.as_deref(), Some(upto.clone()));
+        page(store, shards, after.clone(), limit).await
     };
     // The page's Query goes out beside the token's read, as every read does.
     let (read, identity) = tokio::join!(reading, caller.identity());
@@ -354,12 +364,8 @@ pub async fn log_page(
     upto: Option<String>,
     limit: usize,
 ) -> ApiResult<EventPage> {
-    let source = Source {
-        index: Index::TABLE,
-        partition: keys::events(ws),
-        events: None,
-    };
-    page(store, source, after, upto, limit).await
+    let shards = log_shards(ws, after.as_deref(), upto);
+    page(store, shards, after, limit).await
 }
 
 /// The events of the record of type `R` at `key`, oldest first. The record
@@ -392,12 +398,8 @@ pub async fn history_of(
     let limit = limit_of(q.limit)?;
     let after = cursor_of(q.after)?;
     let ws = caller.workspace_id;
-    let source = Source {
-        index: keys::GSI1,
-        partition: keys::history(ws, resource, id),
-        events: Some(keys::events(ws)),
-    };
-    let read = page(store, source, after, None, limit);
+    let query = history_query(ws, resource, id, after.as_deref());
+    let read = page(store, vec![query], after, limit);
     let (read, identity) = tokio::join!(read, caller.identity());
     let held = &identity?.scopes;
     if let Some(needed) = read_scope(resource).filter(|scope| !auth::grants(held, *scope)) {

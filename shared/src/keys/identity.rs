@@ -7,12 +7,12 @@
 //! | Token secret      | authenticate a bearer token            | table | `SECRET#<sha256 hex>` | `SECRET`                |
 //! | Audit entry       | by id; list newest first (its shards merged) | table | `W#<ws>#AUDIT`, `W#<ws>#S<n>#AUDIT` ([`audit_entry`]) | `<ulid>` |
 //! | Audit entry       | every workspace, newest first (admin)  | gsi1  | `AUDIT#<shard 0..15>` (and `AUDIT`, from before) | `<ulid>` |
-//! | Event             | the feed, in the order events happened (after a cursor) | table | `W#<ws>#EVENT` | `<ulid>`           |
+//! | Event             | the feed, in the order events happened (after a cursor), its shards merged | table | `W#<ws>#EVENT`, `W#<ws>#S<n>#EVENT` (the record's shard) | `<ulid>`           |
 //! | Event             | one record's history, oldest first     | gsi1  | `W#<ws>#HISTORY#<resource>#<id>` | `<ulid>`     |
 //! | Idempotency record | a keyed request's stored answer (TTL) | table | `W#<ws>#IDEMPOTENCY` | `<key sha256>` |
 
 use super::collection;
-use super::shards::{shard_partition, shard_partitions, sharded_from, ulid_shard};
+use super::shards::{owner_shard, shard_partition, shard_partitions, sharded_from, ulid_shard};
 use crate::ids::WorkspaceId;
 use crate::store::Key;
 
@@ -74,14 +74,32 @@ pub fn idempotency_records(ws: WorkspaceId) -> String {
     collection(ws, "IDEMPOTENCY")
 }
 
-/// A workspace's event, under its cursor (a ULID: events sort as they happened).
-pub fn event(workspace_id: WorkspaceId, cursor: &str) -> Key {
-    Key::new(events(workspace_id), cursor)
+/// Every mutation appends at least one event, so the log is kept over the
+/// shards (`shards.rs`), each record's events in the shard of the record:
+/// one record's events stay in one partition (one stream shard on AWS, so
+/// the dispatcher sees them in order), and a record's history can name each
+/// event's key without reading it.
+const EVENT: &str = "EVENT";
+
+/// An event of record `id` of `resource`, under its cursor (a ULID: events
+/// sort as they happened).
+pub fn event(workspace_id: WorkspaceId, resource: &str, id: &str, cursor: &str) -> Key {
+    event_in(workspace_id, event_shard(resource, id, cursor), cursor)
 }
 
-/// A workspace's event log, oldest first.
-pub fn events(workspace_id: WorkspaceId) -> String {
-    collection(workspace_id, "EVENT")
+/// The shard of an event of record `id` of `resource` made at `cursor`.
+pub fn event_shard(resource: &str, id: &str, cursor: &str) -> u32 {
+    owner_shard(&format!("{resource}#{id}"), cursor, sharded_from())
+}
+
+/// An event in shard `shard` of the log, under its cursor.
+pub fn event_in(workspace_id: WorkspaceId, shard: u32, cursor: &str) -> Key {
+    Key::new(shard_partition(workspace_id, EVENT, shard), cursor)
+}
+
+/// Every shard of a workspace's event log, read together for the feed.
+pub fn event_partitions(workspace_id: WorkspaceId) -> Vec<String> {
+    shard_partitions(workspace_id, EVENT)
 }
 
 /// One record's events (gsi1): `contact` 42's history.

@@ -52,14 +52,27 @@ pub fn shard_partitions(workspace_id: WorkspaceId, family: &str) -> Vec<String> 
 /// The shard of a ULID-keyed item (an audit entry): FNV-1a of its random
 /// part (the last 16 characters), or 0 for an id made before `from`.
 pub fn ulid_shard(id: &str, from: Option<Timestamp>) -> u32 {
-    let Some(from) = from else { return 0 };
-    let made = ulid::Ulid::from_string(id).map(|u| u.timestamp_ms() as i64);
-    match made {
-        Ok(ms) if ms >= from.timestamp_millis() => {
-            (fnv1a(&id.as_bytes()[id.len().saturating_sub(16)..]) % SHARDS as u64) as u32
-        }
-        _ => 0,
+    if !made_since(id, from) {
+        return 0;
     }
+    (fnv1a(&id.as_bytes()[id.len().saturating_sub(16)..]) % SHARDS as u64) as u32
+}
+
+/// The shard of an item kept with what it belongs to (a record's events,
+/// under `<resource>#<id>`): FNV-1a of `owner`, so that all of one owner's
+/// items made since `from` share a shard; 0 when `made` (the item's own
+/// ULID) is from before `from`.
+pub fn owner_shard(owner: &str, made: &str, from: Option<Timestamp>) -> u32 {
+    if !made_since(made, from) {
+        return 0;
+    }
+    (fnv1a(owner.as_bytes()) % SHARDS as u64) as u32
+}
+
+/// Whether the ULID `id` was made at or after the cutover `from`.
+fn made_since(id: &str, from: Option<Timestamp>) -> bool {
+    let Some(from) = from else { return false };
+    ulid::Ulid::from_string(id).is_ok_and(|u| u.timestamp_ms() as i64 >= from.timestamp_millis())
 }
 
 /// FNV-1a, 64 bits: small, fixed forever (a unit test pins it), and spreads
@@ -125,6 +138,14 @@ mod tests {
         .map(|id| ulid_shard(id, from))
         .collect();
         assert_eq!(shards, [5, 2, 5, 5, 7]);
+        let made = "01KBAX1Q9Y7T3N6M2C8D4F5G0H";
+        let owners: Vec<u32> = ["contact#1", "contact#2", "deal#42", "tag#7", "workspace#1"]
+            .iter()
+            .map(|owner| owner_shard(owner, made, from))
+            .collect();
+        assert_eq!(owners, [3, 6, 6, 5, 2]);
+        assert_eq!(owner_shard("contact#1", made, None), 0);
+        assert_eq!(owner_shard("contact#1", "not a ulid", from), 0);
         assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
     }

@@ -98,7 +98,8 @@ impl Record for StoredEvent {
         ],
     };
     fn key(&self) -> Key {
-        keys::event(self.event.workspace_id, &self.event.cursor)
+        let e = &self.event;
+        keys::event(e.workspace_id, &e.resource, &e.resource_id, &e.cursor)
     }
     fn index_keys(&self) -> Vec<(&'static str, String)> {
         let e = &self.event;

@@ -40,8 +40,8 @@ async fn body_of(store: &dyn Store, delivery: &Delivery) -> ApiResult<Option<Str
     };
     // Strongly consistent: an attempt claimed after an erasure scrubbed the
     // event sends the scrubbed event, never a copy read from before it.
-    let stored: Option<StoredEvent> =
-        record::get(store, &keys::event(delivery.workspace_id, cursor), true).await?;
+    let key = keys::event_in(delivery.workspace_id, delivery.event_shard, cursor);
+    let stored: Option<StoredEvent> = record::get(store, &key, true).await?;
     Ok(stored
         .filter(|e| !e.expired(ids::now()))
         .map(|e| serde_json::to_string(&e.event).unwrap_or_default()))

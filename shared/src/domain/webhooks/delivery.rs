@@ -74,6 +74,10 @@ pub struct Delivery {
     /// Where the event is read at each attempt; absent for a ping.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_cursor: Option<String>,
+    /// The shard of the log that holds the event (`keys::event_shard`);
+    /// absent (0) in a delivery made before the log was sharded.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub event_shard: u32,
     /// The body of a ping (no event in the log).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload: Option<String>,
@@ -118,6 +122,7 @@ impl Record for Delivery {
             "attempts.error",
             "eventCursor",
             "eventId",
+            "eventShard",
             "eventType",
             "id",
             "leaseUntil",
@@ -145,6 +150,7 @@ impl Delivery {
             event_id: event.id.clone(),
             event_type: event.kind.clone(),
             event_cursor: Some(event.cursor.clone()),
+            event_shard: keys::event_shard(&event.resource, &event.resource_id, &event.cursor),
             payload: None,
             owner: webhook.owner.as_ref().map(|o| o.token_id.clone()),
             status: DeliveryStatus::Pending,
@@ -233,4 +239,8 @@ pub async fn read(
     id: &str,
 ) -> ApiResult<Option<Delivery>> {
     record::get(store, &keys::delivery(ws, webhook, id), true).await
+}
+
+fn is_zero(shard: &u32) -> bool {
+    *shard == 0
 }
