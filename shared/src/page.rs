@@ -295,13 +295,14 @@ async fn read_more(store: &dyn Store, query: &mut Query, n: usize) -> ApiResult<
 
 /// Reads one `/v1` page: `limit` items after the cursor, plus one to learn whether
 /// another page follows (so the last page never promises an empty next one).
+/// `queries` are one range, or the shards of a family ([`merged`]).
 pub async fn cursor_page(
     store: &dyn Store,
-    query: Query,
+    queries: Vec<Query>,
     limit: u64,
 ) -> ApiResult<(Vec<Item>, bool)> {
     let limit = limit as usize;
-    let mut items = read_up_to(store, query, limit + 1).await?;
+    let mut items = merged(store, queries, limit + 1).await?;
     let more = items.len() > limit;
     items.truncate(limit);
     Ok((items, more))
@@ -311,11 +312,11 @@ pub async fn cursor_page(
 /// last one (`cursor_of`) when the range holds more, else an empty cursor.
 pub async fn cursor_records<R: crate::record::Record>(
     store: &dyn Store,
-    query: Query,
+    queries: Vec<Query>,
     limit: u64,
     cursor_of: impl Fn(&R) -> String,
 ) -> ApiResult<CursorPage<R>> {
-    let (items, more) = cursor_page(store, query, limit).await?;
+    let (items, more) = cursor_page(store, queries, limit).await?;
     let data: Vec<R> = items
         .into_iter()
         .map(crate::record::from_item)
@@ -346,12 +347,22 @@ pub async fn counted_merged_page<R: crate::record::Record>(
     paging: Paging,
     counter: crate::keys::Counter,
 ) -> ApiResult<ListPage<R>> {
+    counted(store, merged_page(store, shards, paging), counter).await
+}
+
+/// An offset page of a family kept over shards ([`merged`]); of one
+/// partition, [`offset_page`] (which steps over the offset by keys only).
+pub async fn merged_page(
+    store: &dyn Store,
+    mut shards: Vec<Query>,
+    paging: Paging,
+) -> ApiResult<Vec<Item>> {
+    if shards.len() == 1 {
+        return offset_page(store, shards.remove(0), paging).await;
+    }
     let want = (paging.offset + paging.limit) as usize;
-    let page = async {
-        let items = merged(store, shards, want).await?;
-        Ok(items.into_iter().skip(paging.offset as usize).collect())
-    };
-    counted(store, page, counter).await
+    let items = merged(store, shards, want).await?;
+    Ok(items.into_iter().skip(paging.offset as usize).collect())
 }
 
 async fn counted<R: crate::record::Record>(

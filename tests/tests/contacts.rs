@@ -304,6 +304,21 @@ api_test! {
     }
 }
 
+/// Every `/v1/contacts` page of `limit`, from the first cursor to the
+/// last, as one page.
+async fn v1_pages(app: &TestApp, limit: u64) -> Value {
+    let mut data = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let page = app.get(&format!("/v1/contacts?limit={limit}&cursor={cursor}")).await.expect(200);
+        data.extend(page["data"].as_array().unwrap().iter().cloned());
+        cursor = page["nextCursor"].as_str().unwrap().to_owned();
+        if cursor.is_empty() {
+            return json!({ "data": data });
+        }
+    }
+}
+
 api_test! {
     /// /v1 pages follow the cursor without repeats or gaps; filters by time, phone, e-mail.
     async fn v1_lists_with_a_cursor_and_filters(app) {
@@ -311,16 +326,7 @@ api_test! {
             app.post("/v1/contacts", json!({ "name": format!("p{i:02}"), "phone": format!("119{}", 80_000_000 + i), "email": format!("p{}@x.com", i % 2) })).await.expect(201);
         }
         assert_eq!(app.get("/v1/contacts").await.expect(200)["data"].as_array().unwrap().len(), 10, "default limit 10");
-        let mut seen = Vec::new();
-        let mut cursor = String::new();
-        loop {
-            let page = app.get(&format!("/v1/contacts?limit=6&cursor={cursor}")).await.expect(200);
-            seen.extend(names(&page));
-            cursor = page["nextCursor"].as_str().unwrap().to_owned();
-            if cursor.is_empty() {
-                break;
-            }
-        }
+        let seen = names(&v1_pages(&app, 6).await);
         assert_eq!(seen, (0..23).map(|i| format!("p{i:02}")).collect::<Vec<_>>());
         app.get("/v1/contacts?limit=0").await.expect_field_error("limit");
         app.get("/v1/contacts?limit=101").await.expect_field_error("limit");
@@ -424,6 +430,74 @@ api_test! {
     }
 }
 
+/// A contact as the list kept it before its shards: a copy of a new one
+/// named `name` under an id made on 2024-06-01 (before the suites' cutover,
+/// `api_tests::SHARDED_FROM`), so in `W#1#CONTACT`. Answers its id.
+async fn an_old_contact(app: &TestApp, name: &str, n: u64) -> u64 {
+    use shared::domain::contacts::Contact;
+    let made = contact(app, json!({ "name": name })).await;
+    let id: u64 = made["id"].as_str().unwrap().parse().unwrap();
+    let ws = shared::ids::WorkspaceId(1);
+    let item = app.store.get(&shared::keys::contact(ws, id), true).await.unwrap().unwrap();
+    let mut old: Contact = shared::record::from_item(item).unwrap();
+    let at = "2024-06-01T00:00:00Z".parse().unwrap();
+    old.id = shared::ids::id_range(&at, &at).0 + n;
+    let item = shared::record::to_item(&old).unwrap();
+    assert_eq!(item["pk"], json!("W#1#CONTACT"), "a contact from before is in shard 0");
+    app.store.write(vec![shared::store::Write::Put { item, condition: None }]).await.unwrap();
+    old.id
+}
+
+/// Every contact id stored in workspace 1, ascending, and the partitions
+/// that hold them.
+async fn stored_contacts(app: &TestApp) -> (Vec<u64>, std::collections::BTreeSet<String>) {
+    use shared::store::{Index, Query, SkRange};
+    let (mut ids, mut partitions) = (Vec::new(), std::collections::BTreeSet::new());
+    for pk in shared::keys::contact_partitions(shared::ids::WorkspaceId(1)) {
+        let query = Query::new(Index::TABLE, pk.clone(), SkRange::All);
+        for item in shared::page::read_up_to(app.store.as_ref(), query, 10_000).await.unwrap() {
+            ids.push(item["sk"].as_str().unwrap().parse::<u64>().unwrap());
+            partitions.insert(pk.clone());
+        }
+    }
+    ids.sort_unstable();
+    (ids, partitions)
+}
+
+api_test! {
+    /// The contacts over their shards (decision 0037): those made before
+    /// the cutover, still in their one partition, and the new ones spread
+    /// over the shards list as one, in id order both ways, page by page
+    /// (`/v3` offsets, `/v1` cursors, the `/all` window), and each reads by id.
+    async fn contacts_from_before_the_shards_and_after_list_as_one(app) {
+        let mut old = Vec::new();
+        for n in 0..3 {
+            old.push(an_old_contact(&app, &format!("Old {n}"), n).await);
+        }
+        for i in 0..20 {
+            contact(&app, json!({ "name": format!("New {i}") })).await;
+        }
+        let (stored, partitions) = stored_contacts(&app).await;
+        assert!(partitions.len() >= 4, "spread over the shards: {partitions:?}");
+        assert_eq!(stored[..3], old[..], "the old ids come first");
+        let as_ids = |page: &Value| ids(page).iter().map(|id| id.parse::<u64>().unwrap()).collect::<Vec<_>>();
+        for (order, expected) in [("ascend", stored.clone()), ("descend", stored.iter().rev().copied().collect())] {
+            let mut listed = Vec::new();
+            for offset in (0..stored.len() + 4).step_by(4) {
+                let page = app.get(&format!("/v3/contacts?sortField=id&sortOrder={order}&limit=4&offset={offset}")).await.expect(200);
+                listed.extend(as_ids(&page));
+            }
+            assert_eq!(listed, expected, "/v3 pages, {order}");
+        }
+        assert_eq!(as_ids(&v1_pages(&app, 5).await), stored, "/v1 pages");
+        let window = app.get("/v3/contacts/all?createdAtFrom=2024-06-01T00:00:00Z&createdAtTo=2024-06-01T01:00:00Z").await.expect(200);
+        assert_eq!((as_ids(&window), window["totalCount"].clone()), (old.clone(), json!(3)), "a window from before");
+        for id in &old {
+            app.get(&format!("/v3/contacts/{id}")).await.expect(200);
+        }
+    }
+}
+
 /// What its lists cost, at two sizes of the workspace (tests/tests/costs.rs
 /// has the costs every group shares).
 mod costs {
@@ -466,7 +540,10 @@ mod costs {
 
     api_test! {
         /// A name search, a phone search, a window and a /v1 page read what they return
-        /// plus index items, whatever the size of the workspace.
+        /// plus index items, whatever the size of the workspace. The lists by
+        /// creation read the 8 shards of the contacts at once (decision 0037):
+        /// one or two Queries a shard and at most `limit` items of each
+        /// (all 62 contacts would be more), at 10 contacts as at 60.
         async fn contact_lists_do_not_grow_with_the_workspace(app) {
             for name in ["Zeca Alpha", "Zuleica Beta"] {
                 app.post("/v3/contacts", json!({ "name": name })).await.expect(201);
@@ -494,12 +571,19 @@ mod costs {
                 at.push(costs);
             }
             let (small, large) = (&at[0], &at[1]);
-            for (i, path) in requests.iter().enumerate() {
+            let merged = [3, 4]; // `/v1` and `/v3` pages by creation
+            for (i, path) in requests.iter().enumerate().filter(|(i, _)| !merged.contains(i)) {
                 assert_eq!(small[i], large[i], "{path} costs the same at 10 and 60 contacts");
             }
-            assert_eq!(small[2], (1, 0, 2, 4), "window: token, a page Query and a key-only count of the window's 2");
+            for costs in &at {
+                assert_eq!(costs[2], (1, 0, 16, 4), "window: token, a page Query and a key-only count a shard, of the window's 2");
+                let (gets, batch_gets, queries, scanned) = costs[3];
+                assert_eq!((gets, batch_gets), (1, 0), "/v1 page: the token");
+                assert!((8..=16).contains(&queries) && scanned <= 8 * 6, "/v1 page: limit + 1 a shard at most: {:?}", costs[3]);
+                let (gets, _, queries, scanned) = costs[4];
+                assert!(gets <= 2 && (8..=16).contains(&queries) && scanned <= 8 * 5, "/v3 page: {:?}", costs[4]);
+            }
             assert_eq!(small[0], (1, 1, 1, 1), "search=zul: token, one index Query of 1 key, one BatchGet");
-            assert_eq!(small[3], (1, 0, 1, 6), "/v1 page: token, one Query of limit + 1");
         }
     }
 }

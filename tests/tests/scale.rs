@@ -173,7 +173,6 @@ const UNITS_A_SECOND: u64 = 600;
 /// sharded must leave it, and the last step empties it.
 #[rustfmt::skip]
 const KNOWN_HOT: &[&str] = &[
-    "W#<ws>#CONTACT",                  // the list by id: creates and edits
     "W#<ws>#EMAIL",                    // a contact's index items, one partition each
     "W#<ws>#EMAILHELD",
     "W#<ws>#NAMEWORD",

@@ -251,9 +251,11 @@ pub async fn rebuild(
     use crate::domain::sessions::Digest;
     let mut moves = Vec::new();
     let all = |pk: String| Query::new(Index::TABLE, pk, SkRange::All);
-    for item in read_up_to(store, all(keys::contacts(ws)), usize::MAX).await? {
-        moves.extend(of_contact(&crate::record::from_item::<Contact>(item)?));
-        progress(1);
+    for partition in keys::contact_partitions(ws) {
+        for item in read_up_to(store, all(partition), usize::MAX).await? {
+            moves.extend(of_contact(&crate::record::from_item::<Contact>(item)?));
+            progress(1);
+        }
     }
     for item in read_up_to(store, all(keys::deals(ws)), usize::MAX).await? {
         moves.extend(of_deal(&crate::record::from_item::<Deal>(item)?));

@@ -473,7 +473,7 @@ pub async fn list_after(
             (crate::store::SK.to_owned(), key.sk.into()),
         ]));
     }
-    cursor_records(store, query, paging.limit, |r: &Tag| r.id.to_string()).await
+    cursor_records(store, vec![query], paging.limit, |r: &Tag| r.id.to_string()).await
 }
 
 /// The stored items of item_shapes/tags.json read back (domain::item_shapes).

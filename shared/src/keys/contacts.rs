@@ -8,7 +8,7 @@
 //!
 //! | Entity            | Access pattern                         | Index | pk                    | sk                      |
 //! |-------------------|----------------------------------------|-------|-----------------------|-------------------------|
-//! | Contact           | by id; list or time window by creation | table | `W#<ws>#CONTACT`      | `<id:16>`               |
+//! | Contact           | by id; list or time window by creation (its shards merged) | table | `W#<ws>#CONTACT`, `W#<ws>#S<n>#CONTACT` ([`contact`]) | `<id:16>` |
 //! | Contact           | list by name                           | gsi1  | `W#<ws>#CONTACTNAME`  | `<folded name>#<id:16>` |
 //! | New contact       | `newContact=true`, by creation         | table | `W#<ws>#NEWCONTACT`   | `<id:16>`               |
 //! | Contact phone     | phone identity (unique per workspace)  | table | `W#<ws>#PHONE`        | `<E.164>`               |
@@ -30,6 +30,7 @@
 //! | Last session      | the same, in one segment               | table | `W#<ws>#SEGMENT#<seg>`| `<time>#<contact:16>#<conversation:16>` |
 
 use super::collection;
+use super::shards::{id_shard, shard_partition, shard_partitions, sharded_from};
 use crate::ids::{WorkspaceId, id_type, padded};
 use crate::store::Key;
 
@@ -41,12 +42,21 @@ id_type!(
     ContactId
 );
 
+/// Every contact create and edit writes its record, so the list by id is
+/// kept over the shards (`shards.rs`), each contact in the shard of its id.
+const CONTACT: &str = "CONTACT";
+
 pub fn contact(workspace_id: WorkspaceId, contact_id: u64) -> Key {
-    Key::new(contacts(workspace_id), padded(contact_id))
+    let shard = id_shard(contact_id, sharded_from());
+    Key::new(
+        shard_partition(workspace_id, CONTACT, shard),
+        padded(contact_id),
+    )
 }
 
-pub fn contacts(workspace_id: WorkspaceId) -> String {
-    collection(workspace_id, "CONTACT")
+/// Every shard of a workspace's contacts, read together for a list.
+pub fn contact_partitions(workspace_id: WorkspaceId) -> Vec<String> {
+    shard_partitions(workspace_id, CONTACT)
 }
 
 /// gsi1 partition of contacts by name.

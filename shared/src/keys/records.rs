@@ -286,11 +286,7 @@ pub fn rollup_shard(ws: WorkspaceId, series: &str, shard: u32) -> String {
 /// sharded layout is set, else 1. A sum needs no cutover: every read sums
 /// every shard, and shard 0 holds what was counted before.
 pub fn rollup_shards() -> u32 {
-    if super::sharded_from().is_some() {
-        super::SHARDS
-    } else {
-        1
-    }
+    super::shards_in_use()
 }
 
 /// The partition of the in-process job queue (`crm serve`): a job message

@@ -42,11 +42,18 @@ pub fn shard_partition(workspace_id: WorkspaceId, family: &str, shard: u32) -> S
     }
 }
 
-/// Every shard of a family, shard 0 first.
+/// Every shard of a family in use, shard 0 first.
 pub fn shard_partitions(workspace_id: WorkspaceId, family: &str) -> Vec<String> {
-    (0..SHARDS)
+    (0..shards_in_use())
         .map(|shard| shard_partition(workspace_id, family, shard))
         .collect()
+}
+
+/// The shards in use: all of them once the layout's cutover is set; until
+/// then shard 0 alone, where every item is, so a list or a feed page costs
+/// one Query as it did before the shards.
+pub fn shards_in_use() -> u32 {
+    if sharded_from().is_some() { SHARDS } else { 1 }
 }
 
 /// The shard of a ULID-keyed item (an audit entry): FNV-1a of its random
@@ -67,6 +74,19 @@ pub fn owner_shard(owner: &str, made: &str, from: Option<Timestamp>) -> u32 {
         return 0;
     }
     (fnv1a(owner.as_bytes()) % SHARDS as u64) as u32
+}
+
+/// The shard of an item under a numeric id (a contact): the top bits of a
+/// fixed multiplicative hash of the id, or 0 for an id made before `from`.
+/// Ids of one millisecond differ in their low bits only, which the
+/// multiplication carries to the top.
+pub fn id_shard(id: u64, from: Option<Timestamp>) -> u32 {
+    match from {
+        Some(from) if crate::ids::id_time(id) >= from => {
+            (id.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as u32 % SHARDS
+        }
+        _ => 0,
+    }
 }
 
 /// Whether the ULID `id` was made at or after the cutover `from`.
@@ -144,6 +164,19 @@ mod tests {
             .map(|owner| owner_shard(owner, made, from))
             .collect();
         assert_eq!(owners, [3, 6, 6, 5, 2]);
+        // Made on 2026-11-01 (its first 4 ids of one millisecond, then the next's).
+        let ids: Vec<u32> = [
+            366_280_704_000_000_u64,
+            366_280_704_000_001,
+            366_280_704_000_002,
+            366_280_704_000_003,
+            366_280_704_004_096,
+        ]
+        .iter()
+        .map(|id| id_shard(*id, from))
+        .collect();
+        assert_eq!(ids, [7, 1, 2, 4, 4]);
+        assert_eq!(id_shard(1, from), 0, "an id of the epoch is from before");
         assert_eq!(owner_shard("contact#1", made, None), 0);
         assert_eq!(owner_shard("contact#1", "not a ulid", from), 0);
         assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
@@ -173,12 +206,24 @@ mod tests {
             per_shard.iter().all(|n| (800..1200).contains(n)),
             "{per_shard:?}"
         );
+        // Numeric ids as one process makes them: a burst within a
+        // millisecond, then the next milliseconds.
+        let mut per_shard = [0u32; SHARDS as usize];
+        for _ in 0..8000 {
+            per_shard[id_shard(crate::ids::new_id(), from) as usize] += 1;
+        }
+        assert!(
+            per_shard.iter().all(|n| (800..1200).contains(n)),
+            "{per_shard:?}"
+        );
     }
 
     #[test]
     fn shards_are_tenant_partitions_no_collection_can_imitate() {
         let ws = WorkspaceId(7);
-        let all = shard_partitions(ws, "AUDIT");
+        let all: Vec<String> = (0..SHARDS)
+            .map(|shard| shard_partition(ws, "AUDIT", shard))
+            .collect();
         assert_eq!(all[0], "W#7#AUDIT");
         assert_eq!(all[3], "W#7#S3#AUDIT");
         for pk in &all {

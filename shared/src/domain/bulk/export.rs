@@ -268,13 +268,20 @@ pub async fn process(
         return record::find(store, &key, true, "export").await;
     }
     let mut out = Out::new(job.format, job.object, files.create(&job.file).await?);
-    let (pk, kind) = match job.object {
-        Object::Contacts => (keys::contacts(ws), contacts::Contact::TYPE),
-        Object::Deals => (keys::deals(ws), deals::Deal::TYPE),
-        Object::Tags => (keys::tags(ws), tags::Tag::TYPE),
-        Object::Products => (keys::products(ws), products::Product::TYPE),
+    // A list kept over shards is walked one shard after the other: order in
+    // a file does not matter, memory stays one page.
+    let (partitions, kind) = match job.object {
+        Object::Contacts => (keys::contact_partitions(ws), contacts::Contact::TYPE),
+        Object::Deals => (vec![keys::deals(ws)], deals::Deal::TYPE),
+        Object::Tags => (vec![keys::tags(ws)], tags::Tag::TYPE),
+        Object::Products => (vec![keys::products(ws)], products::Product::TYPE),
     };
-    let mut query = Query::new(Index::TABLE, pk, SkRange::All);
+    let mut partitions = partitions.into_iter();
+    let mut query = Query::new(
+        Index::TABLE,
+        partitions.next().unwrap_or_default(),
+        SkRange::All,
+    );
     query.limit = Some(PAGE);
     let mut pages = 0u64;
     loop {
@@ -298,7 +305,13 @@ pub async fn process(
         }
         match page.last_key {
             Some(last) => query.start_after = Some(last),
-            None => break,
+            None => match partitions.next() {
+                Some(next) => {
+                    query.pk = next;
+                    query.start_after = None;
+                }
+                None => break,
+            },
         }
     }
     job.bytes = out.finish().await?;

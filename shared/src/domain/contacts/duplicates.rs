@@ -70,7 +70,7 @@ pub async fn duplicates(
             (SK.to_owned(), sk.into()),
         ]));
     }
-    let (marks, more) = cursor_page(store, query, paging.limit).await?;
+    let (marks, more) = cursor_page(store, vec![query], paging.limit).await?;
     let emails: Vec<String> = marks
         .iter()
         .filter_map(|m| m.get(SK)?.as_str())

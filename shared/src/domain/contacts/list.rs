@@ -15,7 +15,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::ids::ClientTime;
 use crate::ids::WorkspaceId;
 use crate::keys;
-use crate::page::{ListPage, Paging, counted_page, offset_page};
+use crate::page::{ListPage, Paging, counted_merged_page, counted_page, offset_page};
 use crate::record;
 use crate::store::{Index, Query, SkRange, Store};
 use crate::text;
@@ -147,15 +147,25 @@ pub async fn list(
             data,
         });
     }
-    let mut query = match sort {
-        SortField::Name => Query::new(keys::GSI1, keys::contacts_by_name(ws), SkRange::All),
-        // Ids are time-ordered: creation order is id order.
-        SortField::CreatedAt | SortField::Id => {
-            Query::new(Index::TABLE, keys::contacts(ws), SkRange::All)
+    let counter = keys::counter(ws, LIST);
+    match sort {
+        SortField::Name => {
+            let mut query = Query::new(keys::GSI1, keys::contacts_by_name(ws), SkRange::All);
+            query.forward = forward;
+            counted_page(store, query, paging, counter).await
         }
-    };
-    query.forward = forward;
-    counted_page(store, query, paging, keys::counter(ws, LIST)).await
+        // Ids are time-ordered: creation order is id order, in every shard.
+        SortField::CreatedAt | SortField::Id => {
+            let shards = keys::contact_partitions(ws)
+                .into_iter()
+                .map(|pk| Query {
+                    forward,
+                    ..Query::new(Index::TABLE, pk, SkRange::All)
+                })
+                .collect();
+            counted_merged_page(store, shards, paging, counter).await
+        }
+    }
 }
 
 /// The ids in every set (each ascending), or `None` when no filter made a set.

@@ -82,10 +82,10 @@ pub async fn list_v1(
         &to.unwrap_or_else(|| ids::now() + chrono::Duration::days(1)),
     );
     let low = low.max(after.saturating_add(1));
-    let query = Query::new(
-        Index::TABLE,
-        keys::contacts(ws),
-        SkRange::Between(ids::padded(low), ids::padded(high)),
-    );
-    cursor_records(store, query, paging.limit, |r: &Contact| r.id.to_string()).await
+    let range = SkRange::Between(ids::padded(low), ids::padded(high));
+    let shards = keys::contact_partitions(ws)
+        .into_iter()
+        .map(|pk| Query::new(Index::TABLE, pk, range.clone()))
+        .collect();
+    cursor_records(store, shards, paging.limit, |r: &Contact| r.id.to_string()).await
 }

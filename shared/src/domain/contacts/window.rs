@@ -9,7 +9,7 @@ use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::ids::{self, ClientTime};
 use crate::keys;
-use crate::page::{ListPage, Paging, offset_page, read_up_to};
+use crate::page::{ListPage, Paging, merged_page, read_up_to};
 use crate::record;
 use crate::store::{Index, Query, SkRange, Store};
 
@@ -84,20 +84,28 @@ pub async fn list_window(
     let range = SkRange::Between(ids::padded(low), ids::padded(high));
     let ws = caller.workspace_id;
     let only_new = q.new_contact == Some(true);
-    let partition = if only_new {
-        keys::new_contacts(ws)
+    let partitions = if only_new {
+        vec![keys::new_contacts(ws)]
     } else {
-        keys::contacts(ws)
+        keys::contact_partitions(ws)
     };
-    let query = Query::new(Index::TABLE, partition, range);
-    let counting = Query {
-        keys_only: true,
-        ..query.clone()
-    };
+    let shards: Vec<Query> = partitions
+        .into_iter()
+        .map(|pk| Query::new(Index::TABLE, pk, range.clone()))
+        .collect();
+    // The window's count: its keys, every shard at once.
+    let counting = shards.iter().map(|query| {
+        let query = Query {
+            keys_only: true,
+            ..query.clone()
+        };
+        async move { ApiResult::Ok(read_up_to(store, query, usize::MAX).await?.len()) }
+    });
     let (items, in_window) = tokio::try_join!(
-        offset_page(store, query, paging),
-        read_up_to(store, counting, usize::MAX),
+        merged_page(store, shards.clone(), paging),
+        futures_util::future::try_join_all(counting),
     )?;
+    let in_window: usize = in_window.into_iter().sum();
     let data = if only_new {
         load(store, ws, &ids_of(&items)).await?
     } else {
@@ -107,7 +115,7 @@ pub async fn list_window(
             .collect::<ApiResult<_>>()?
     };
     Ok(ListPage {
-        total_count: Some(in_window.len() as u64),
+        total_count: Some(in_window as u64),
         data,
     })
 }
