@@ -187,8 +187,10 @@ api_test! {
                 moves.extend(rollups::of_contact(&shared::record::from_item(item).unwrap()));
             }
         }
-        for item in shared::page::read_up_to(app.store.as_ref(), all(shared::keys::deals(ws)), usize::MAX).await.unwrap() {
-            moves.extend(rollups::of_deal(&shared::record::from_item(item).unwrap()));
+        for partition in shared::keys::deal_partitions(ws) {
+            for item in shared::page::read_up_to(app.store.as_ref(), all(partition), usize::MAX).await.unwrap() {
+                moves.extend(rollups::of_deal(&shared::record::from_item(item).unwrap()));
+            }
         }
         for i in 0..8 {
             let s: shared::domain::sessions::Session = shared::record::find(app.store.as_ref(), &shared::keys::session(ws, &format!("s{i}")), true, "session").await.unwrap();

@@ -65,9 +65,10 @@ export class CrmApiStack extends cdk.Stack {
     });
     const shardedFrom = new cdk.CfnParameter(this, 'ShardedFrom', {
       type: 'String', default: '',
-      description: 'CRM_SHARDED_FROM, an RFC 3339 time from which each workspace\'s audit entries '
-        + 'spread over 8 partitions. Empty at first; set it once, at least an hour after '
-        + 'the deploy that carries it, to a time after that deploy, and never change it.',
+      description: 'CRM_SHARDED_FROM, an RFC 3339 time from which each workspace\'s audit entries, '
+        + 'event log, contacts and deals spread over 8 partitions. Empty at first; set it '
+        + 'once, at least an hour after the deploy that carries it, to a time after that '
+        + 'deploy, and never change it.',
     });
 
     const table = new dynamodb.CfnTable(this, 'Table', {

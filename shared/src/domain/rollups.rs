@@ -257,9 +257,11 @@ pub async fn rebuild(
             progress(1);
         }
     }
-    for item in read_up_to(store, all(keys::deals(ws)), usize::MAX).await? {
-        moves.extend(of_deal(&crate::record::from_item::<Deal>(item)?));
-        progress(1);
+    for partition in keys::deal_partitions(ws) {
+        for item in read_up_to(store, all(partition), usize::MAX).await? {
+            moves.extend(of_deal(&crate::record::from_item::<Deal>(item)?));
+            progress(1);
+        }
     }
     let index = read_up_to(
         store,

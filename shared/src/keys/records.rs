@@ -11,8 +11,8 @@
 //! | Business hour     | by id; list in id order                | table | `W#<ws>#BUSINESSHOUR` | `<id:16>`               |
 //! | Dashboard         | by id                                  | table | `W#<ws>#DASHBOARD`    | `<id:16>`               |
 //! | Snapshot          | by id; a dashboard's, newest first     | table | `W#<ws>#SNAPSHOT#<dashboard>` | `<ulid>`        |
-//! | Deal              | by id; list or window by creation      | table | `W#<ws>#DEAL`         | `<id:16>`               |
-//! | Deal index        | by stage, status, operator, pipeline, contact, tag, product (with a digest) | table | `W#<ws>#DEAL#<KIND>#<value>` | `<id:16>` |
+//! | Deal              | by id; list or window by creation (its shards merged) | table | `W#<ws>#DEAL`, `W#<ws>#S<n>#DEAL` ([`deal`]) | `<id:16>` |
+//! | Deal index        | by stage, status, operator, pipeline, contact, tag, product (with a digest); in the deal's shard, but a contact's | table | `W#<ws>#DEAL#<KIND>#<value>`, `W#<ws>#S<n>#DEAL#<KIND>#<value>` ([`deal_index`]) | `<id:16>` |
 //! | Import job        | by id                                  | table | `W#<ws>#IMPORT`       | `<ulid>`                |
 //! | Import chunk      | the contacts of a job, until it is done | table | `W#<ws>#IMPORT#<job>` | `CHUNK#<n:4>`           |
 //! | Bulk import       | by id                                  | table | `W#<ws>#BULKIMPORT`   | `<ulid>`                |
@@ -38,6 +38,7 @@
 //! | Local dead job    | jobs that failed every run (local)     | table | `LOCALQUEUE#DEAD`     | `<ulid>`                |
 
 use super::collection;
+use super::shards::{id_shard, shard_partition, shard_partitions, sharded_from};
 use crate::ids::{WorkspaceId, id_type, padded};
 use crate::store::Key;
 
@@ -82,18 +83,61 @@ id_type!(
     DealId
 );
 
+/// Every deal create and edit writes its record and an index item in each
+/// partition it is listed in, so the list and the indexes that all of a
+/// workspace's deals may share (a stage, a status, a pipeline...) are kept
+/// over the shards (`shards.rs`), each deal in the shard of its id. A
+/// contact's index holds that contact's deals only: one partition.
+const DEAL: &str = "DEAL";
+
 pub fn deal(workspace_id: WorkspaceId, deal_id: DealId) -> Key {
-    Key::new(deals(workspace_id), padded(deal_id.0))
+    Key::new(
+        shard_partition(workspace_id, DEAL, deal_shard(deal_id)),
+        padded(deal_id.0),
+    )
 }
 
-pub fn deals(workspace_id: WorkspaceId) -> String {
-    collection(workspace_id, "DEAL")
+/// Every shard of a workspace's deals, read together for a list.
+pub fn deal_partitions(workspace_id: WorkspaceId) -> Vec<String> {
+    shard_partitions(workspace_id, DEAL)
 }
 
-/// The deals of one stage, status, operator, pipeline, contact, tag or product.
-pub fn deals_by(workspace_id: WorkspaceId, kind: &str, value: &str) -> String {
-    collection(workspace_id, &format!("DEAL#{kind}#{value}"))
+fn deal_shard(deal_id: DealId) -> u32 {
+    id_shard(deal_id.0, sharded_from())
 }
+
+/// The partition of deal `deal_id`'s index item of one stage, status,
+/// operator, pipeline, contact, tag or product.
+pub fn deal_index(workspace_id: WorkspaceId, kind: &str, value: &str, deal_id: DealId) -> String {
+    let shard = if kind == CONTACT_INDEX {
+        0
+    } else {
+        deal_shard(deal_id)
+    };
+    shard_partition(workspace_id, &format!("{DEAL}#{kind}#{value}"), shard)
+}
+
+/// Every partition of the deals of one stage, status, operator, pipeline,
+/// contact, tag or product: its shards (a contact's: its one partition).
+pub fn deals_by(workspace_id: WorkspaceId, kind: &str, value: &str) -> Vec<String> {
+    let family = format!("{DEAL}#{kind}#{value}");
+    if kind == CONTACT_INDEX {
+        vec![shard_partition(workspace_id, &family, 0)]
+    } else {
+        shard_partitions(workspace_id, &family)
+    }
+}
+
+/// The index of one contact's deals (what a merge moves, an erasure finds).
+pub fn deals_of_contact(workspace_id: WorkspaceId, contact_id: u64) -> String {
+    shard_partition(
+        workspace_id,
+        &format!("{DEAL}#{CONTACT_INDEX}#{contact_id}"),
+        0,
+    )
+}
+
+const CONTACT_INDEX: &str = "CONTACT";
 
 id_type!(
     /// A custom field's id.

@@ -272,7 +272,7 @@ pub async fn process(
     // a file does not matter, memory stays one page.
     let (partitions, kind) = match job.object {
         Object::Contacts => (keys::contact_partitions(ws), contacts::Contact::TYPE),
-        Object::Deals => (vec![keys::deals(ws)], deals::Deal::TYPE),
+        Object::Deals => (keys::deal_partitions(ws), deals::Deal::TYPE),
         Object::Tags => (vec![keys::tags(ws)], tags::Tag::TYPE),
         Object::Products => (vec![keys::products(ws)], products::Product::TYPE),
     };

@@ -74,23 +74,16 @@ impl Deal {
     /// The partitions this deal is listed in, besides the deals partition.
     pub(super) fn partitions(&self) -> Vec<String> {
         let (ws, f) = (self.workspace_id, &self.fields);
+        let at = |kind: &str, value: &str| keys::deal_index(ws, kind, value, self.id);
         let mut parts = vec![
-            keys::deals_by(ws, "STAGE", &f.stage_id),
-            keys::deals_by(ws, "STATUS", f.status.as_str()),
-            keys::deals_by(ws, "OPERATOR", &f.operator_id.to_string()),
-            keys::deals_by(ws, "PIPELINE", &f.pipeline_id),
-            keys::deals_by(ws, "CONTACT", &f.contact.id.to_string()),
+            at("STAGE", &f.stage_id),
+            at("STATUS", f.status.as_str()),
+            at("OPERATOR", &f.operator_id.to_string()),
+            at("PIPELINE", &f.pipeline_id),
+            at("CONTACT", &f.contact.id.to_string()),
         ];
-        parts.extend(
-            f.tag_ids
-                .iter()
-                .map(|t| keys::deals_by(ws, "TAG", &t.to_string())),
-        );
-        parts.extend(
-            f.products
-                .iter()
-                .map(|p| keys::deals_by(ws, "PRODUCT", &p.id)),
-        );
+        parts.extend(f.tag_ids.iter().map(|t| at("TAG", &t.to_string())));
+        parts.extend(f.products.iter().map(|p| at("PRODUCT", &p.id)));
         parts.sort();
         parts.dedup();
         parts

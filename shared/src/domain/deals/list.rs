@@ -17,7 +17,7 @@ use crate::ids::WorkspaceId;
 use crate::ids::{self, Timestamp};
 use crate::keys;
 use crate::keys::ContactId;
-use crate::page::{ListPage, MAX_WINDOW, Paging, counted_page, read_up_to};
+use crate::page::{ListPage, MAX_WINDOW, Paging, counted_merged_page, read_up_to};
 use crate::period::Window;
 use crate::record;
 use crate::store::{Index, Key, Query, SkRange, Store};
@@ -116,7 +116,7 @@ impl Filters {
         let by = |kind: &str, values: Vec<String>| {
             values
                 .into_iter()
-                .map(|v| keys::deals_by(ws, kind, &v))
+                .flat_map(|v| keys::deals_by(ws, kind, &v))
                 .collect::<Vec<_>>()
         };
         let numbers = |ids: &[u64]| ids.iter().map(u64::to_string).collect();
@@ -135,7 +135,7 @@ impl Filters {
         } else if let Some(pipeline) = &self.pipeline {
             by("PIPELINE", vec![pipeline.clone()])
         } else {
-            vec![keys::deals(ws)]
+            keys::deal_partitions(ws)
         }
     }
 
@@ -217,22 +217,30 @@ pub async fn list(store: &dyn Store, caller: &Caller, q: DealQuery) -> ApiResult
         });
     };
     if filters.is_empty() && sort_by == SortBy::CreatedAt {
-        let mut query = Query::new(Index::TABLE, keys::deals(ws), SkRange::All);
-        query.forward = !descending;
-        return counted_page(store, query, paging, keys::counter(ws, LIST)).await;
+        // Ids are time-ordered: creation order is id order, in every shard.
+        let shards = keys::deal_partitions(ws)
+            .into_iter()
+            .map(|pk| Query {
+                forward: !descending,
+                ..Query::new(Index::TABLE, pk, SkRange::All)
+            })
+            .collect();
+        return counted_merged_page(store, shards, paging, keys::counter(ws, LIST)).await;
     }
 
     let range = filters.id_range(now);
     let mut digests: Vec<Digest> = Vec::new();
     let mut seen = HashSet::new();
-    for pk in filters.driving(ws) {
-        let items = read_up_to(
-            store,
-            Query::new(Index::TABLE, pk, range.clone()),
-            MAX_WINDOW as usize + 1,
-        )
-        .await?;
-        for item in items {
+    // The driving partitions (an index's shards) a few at once, so that a
+    // filter past the window stops after a round of reads, not after all.
+    let driving = filters.driving(ws);
+    for round in driving.chunks(keys::SHARDS as usize) {
+        let reads = round.iter().map(|pk| {
+            let query = Query::new(Index::TABLE, pk.clone(), range.clone());
+            read_up_to(store, query, MAX_WINDOW as usize + 1)
+        });
+        let items = futures_util::future::try_join_all(reads).await?;
+        for item in items.into_iter().flatten() {
             let digest = Digest::of_item(item)?;
             if seen.insert(digest.id) {
                 digests.push(digest);
@@ -295,13 +303,13 @@ mod tests {
     fn an_owner_without_filters_reads_the_whole_list() {
         let f = filters("roleId=1&isOwner=true&userId=7").unwrap();
         assert!(f.is_empty());
-        assert_eq!(f.driving(W), [keys::deals(W)]);
+        assert_eq!(f.driving(W), keys::deal_partitions(W));
     }
 
     #[test]
     fn a_user_who_is_not_an_owner_sees_only_their_deals() {
         let f = filters("roleId=1&isOwner=false&userId=7").unwrap();
-        assert_eq!(f.driving(W), [keys::deals_by(W, "OPERATOR", "7")]);
+        assert_eq!(f.driving(W), keys::deals_by(W, "OPERATOR", "7"));
         assert!(f.admits(&digest(1, DealStatus::Open, 7, &[])));
         assert!(!f.admits(&digest(2, DealStatus::Open, 8, &[])));
         // Asking for another operator's deals matches nothing.
@@ -314,7 +322,7 @@ mod tests {
         let drive = |extra: &str| filters(&format!("{base}&{extra}")).unwrap().driving(W);
         assert_eq!(
             drive("status=won&contactId=5"),
-            [keys::deals_by(W, "CONTACT", "5")]
+            [keys::deals_of_contact(W, 5)]
         );
         assert_eq!(
             drive("status=won&stageId=a,b"),
@@ -322,10 +330,11 @@ mod tests {
                 keys::deals_by(W, "STAGE", "a"),
                 keys::deals_by(W, "STAGE", "b")
             ]
+            .concat()
         );
-        assert_eq!(drive("status=won&tagId=3"), [keys::deals_by(W, "TAG", "3")]);
-        assert_eq!(drive("status=won"), [keys::deals_by(W, "STATUS", "won")]);
-        assert_eq!(drive("pipelineId=p"), [keys::deals_by(W, "PIPELINE", "p")]);
+        assert_eq!(drive("status=won&tagId=3"), keys::deals_by(W, "TAG", "3"));
+        assert_eq!(drive("status=won"), keys::deals_by(W, "STATUS", "won"));
+        assert_eq!(drive("pipelineId=p"), keys::deals_by(W, "PIPELINE", "p"));
     }
 
     #[test]

@@ -95,7 +95,7 @@ impl Footprint {
         found.secrets = Secrets::of(&values);
 
         for id in found.contact_ids.clone() {
-            let deal_index = keys::deals_by(ws, "CONTACT", &id.to_string());
+            let deal_index = keys::deals_of_contact(ws, id);
             for item in all(store, Index::TABLE, deal_index, SkRange::All).await? {
                 if let Some(deal) = sk_of(&item).and_then(keys::trailing_id) {
                     push_new(&mut found.deals, DealId(deal));

@@ -74,10 +74,7 @@ pub(super) async fn left_to_move(
         q.limit = Some(PAGE);
         q
     };
-    let deals_left = page(
-        keys::deals_by(ws, "CONTACT", &merged_id.to_string()),
-        Index::TABLE,
-    );
+    let deals_left = page(keys::deals_of_contact(ws, merged_id), Index::TABLE);
     let conversations_left = page(keys::contact_conversations(ws, merged_id), keys::GSI1);
     let (deals_page, conversations_page) =
         tokio::try_join!(store.query(&deals_left), store.query(&conversations_left))?;
