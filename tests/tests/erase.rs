@@ -186,6 +186,30 @@ store_test! {
 }
 
 api_test! {
+    /// A replay sends the person's events again as deliveries of their own
+    /// (new ids, not the events' cursors), to a receiver that echoes them:
+    /// the erasure finds those too, and no answer of theirs keeps the person.
+    async fn a_replayed_delivery_keeps_no_answer_of_the_person(app) {
+        let app = app.delivering(webhook_settings()).await;
+        let receiver = Receiver::start().await;
+        receiver.echo();
+        let hook = app.post("/v3/webhooks", json!({ "url": receiver.url, "types": ["contact.*"] })).await.expect(201);
+        let since = api_tests::serde_json::to_value(chrono::Utc::now() - chrono::Duration::seconds(5)).unwrap();
+        let contact = app.post("/v3/contacts", json!({ "name": NAME, "phone": PHONE, "email": EMAIL })).await.expect(201);
+        receiver.wait_for("the delivery", |got| !got.is_empty()).await;
+        let replay = app.post(&format!("/v3/webhooks/{}/replay", id(&hook)), json!({ "since": since })).await.expect(200);
+        assert_eq!(replay["queued"], 1, "{replay}");
+        receiver.wait_for("the replay", |got| got.len() >= 2).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let before = traces(&app).await;
+        assert!(before.iter().filter(|t| t.contains("\"Delivery\"")).count() >= 2, "both answers kept: {before:?}");
+
+        app.post(&format!("/v3/contacts/{}/erase", id(&contact)), json!({})).await.expect(200);
+        assert_eq!(traces(&app).await, Vec::<String>::new());
+    }
+}
+
+api_test! {
     /// An attempt under way during the erasure, to a receiver that answers
     /// after it and echoes what it was sent (the person, as they were before
     /// the erasure): the attempt is recorded without its answer, so the

@@ -6,6 +6,7 @@
 //! | Webhook           | every endpoint (the local dispatcher)  | gsi1  | `WEBHOOKS`            | `<ws>#wh_<ulid>`        |
 //! | Webhook health    | failing since; delivery slots (leases) | table | `W#<ws>#WEBHOOK#<id>` | `HEALTH`, `SLOT#<n:2>`  |
 //! | Delivery          | by id; an endpoint's, newest first     | table | `W#<ws>#DELIVERY#<webhook>` | `<ulid>`          |
+//! | Delivery (a replay's) | by its event: what an erasure scrubs | gsi1 | `W#<ws>#REPLAYED#<event cursor>` | `<webhook>#<ulid>` |
 //! | Dispatch cursor   | the events the local dispatcher has read | table | `W#<ws>`            | `DISPATCHED`            |
 
 use super::{collection, ws};
@@ -50,6 +51,13 @@ pub fn delivery(workspace_id: WorkspaceId, webhook: &str, id: &str) -> Key {
 /// An endpoint's deliveries, by id (the event's cursor, or a later ULID).
 pub fn deliveries(workspace_id: WorkspaceId, webhook: &str) -> String {
     collection(workspace_id, &format!("DELIVERY#{webhook}"))
+}
+
+/// The gsi1 partition of the replays of one event: a replay's delivery has
+/// an id of its own (the first delivery's is the event's cursor), so an
+/// erasure finds it here by the event.
+pub fn replays_of(workspace_id: WorkspaceId, event_cursor: &str) -> String {
+    collection(workspace_id, &format!("REPLAYED#{event_cursor}"))
 }
 
 /// How far the local dispatcher has read a workspace's events.

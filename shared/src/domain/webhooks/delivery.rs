@@ -137,6 +137,17 @@ impl Record for Delivery {
     fn key(&self) -> Key {
         keys::delivery(self.workspace_id, &self.webhook_id, &self.id)
     }
+    /// A replay's delivery, under an id of its own, is indexed by its event,
+    /// so that an erasure of the event's person finds its answers.
+    fn index_keys(&self) -> Vec<(&'static str, String)> {
+        match &self.event_cursor {
+            Some(cursor) if *cursor != self.id => vec![
+                (keys::GSI1.pk, keys::replays_of(self.workspace_id, cursor)),
+                (keys::GSI1.sk, format!("{}#{}", self.webhook_id, self.id)),
+            ],
+            _ => Vec::new(),
+        }
+    }
 }
 
 impl Delivery {

@@ -323,8 +323,25 @@ async fn scrub_deliveries(store: &dyn Store, found: &Footprint) -> ApiResult<()>
             }
         }
     }
+    // A replay's delivery has an id of its own: found by its event (gsi1).
+    for chunk in cursors.chunks(REPLAY_READS) {
+        let reads = chunk.iter().map(|cursor| {
+            let replays = Query::new(keys::GSI1, keys::replays_of(ws, cursor), SkRange::All);
+            read_up_to(store, replays, usize::MAX)
+        });
+        for item in futures_util::future::try_join_all(reads)
+            .await?
+            .into_iter()
+            .flatten()
+        {
+            scrub_delivery(store, item).await?;
+        }
+    }
     Ok(())
 }
+
+/// Events whose replays an erasure looks up at once.
+const REPLAY_READS: usize = 16;
 
 /// Writes `item`, a delivery, without the answers kept on it, over the
 /// version read and with the next one, whether it held answers or not: a
