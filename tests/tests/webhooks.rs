@@ -313,6 +313,49 @@ api_test! {
 }
 
 api_test! {
+    /// An endpoint's deliveries over their shards: those from before the
+    /// cutover (in their one partition) and the new ones spread over the
+    /// shards list as one log, newest first, page by page.
+    async fn the_delivery_log_reads_its_shards_and_its_partition_from_before(app) {
+        use shared::domain::webhooks::Delivery;
+        let app = app.delivering(webhook_settings()).await;
+        let receiver = Receiver::start().await;
+        let (path, _) = endpoint(&app, &receiver, json!(["tag.created"])).await;
+        for i in 0..8 {
+            app.post("/v3/tags", json!({ "name": format!("t{i}") })).await.expect(201);
+        }
+        let log = log_when(&app, &path, |log| log.len() == 8 && log.iter().all(|d| d["status"] == "succeeded")).await;
+        let hook = path.trim_start_matches("/v3/webhooks/");
+        let ws = shared::ids::WorkspaceId(1);
+        let newest = log[0]["id"].as_str().unwrap().trim_start_matches("dlv_").to_owned();
+        let item = app.store.get(&shared::keys::delivery(ws, hook, &newest), true).await.unwrap().unwrap();
+        let mut expected: Vec<String> = log.iter().map(|d| d["id"].as_str().unwrap().to_owned()).collect();
+        for n in 0..2 {
+            // A copy made on 2024-06-01, before the suites' cutover (`api_tests::SHARDED_FROM`).
+            let mut old: Delivery = shared::record::from_item(item.clone()).unwrap();
+            old.id = shared::domain::events::cursor_at(format!("2024-06-01T00:00:0{n}Z").parse().unwrap());
+            let stored = shared::record::to_item(&old).unwrap();
+            assert_eq!(stored["pk"], json!(format!("W#1#DELIVERY#{hook}")), "a delivery from before is in shard 0");
+            app.store.write(vec![shared::store::Write::Put { item: stored, condition: None }]).await.unwrap();
+            expected.push(format!("dlv_{}", old.id));
+        }
+        expected.sort();
+        expected.reverse();
+        let mut listed = Vec::new();
+        let mut after = String::new();
+        loop {
+            let page = app.get(&format!("{path}/deliveries?limit=3{after}")).await.expect(200);
+            listed.extend(page["data"].as_array().unwrap().iter().map(|d| d["id"].as_str().unwrap().to_owned()));
+            match page["nextCursor"].as_str() {
+                Some(next) => after = format!("&after={next}"),
+                None => break,
+            }
+        }
+        assert_eq!(listed, expected, "newest first, the two from before last");
+    }
+}
+
+api_test! {
     /// An import delivers its `import.completed` with its counts, not one
     /// event per row, unless the endpoint opted in to rows.
     async fn an_import_is_one_event(app) {

@@ -5,10 +5,11 @@
 //! | Webhook           | by id; list in creation order          | table | `W#<ws>#WEBHOOK`      | `wh_<ulid>`             |
 //! | Webhook           | every endpoint (the local dispatcher)  | gsi1  | `WEBHOOKS`            | `<ws>#wh_<ulid>`        |
 //! | Webhook health    | failing since; delivery slots (leases) | table | `W#<ws>#WEBHOOK#<id>` | `HEALTH`, `SLOT#<n:2>`  |
-//! | Delivery          | by id; an endpoint's, newest first     | table | `W#<ws>#DELIVERY#<webhook>` | `<ulid>`          |
+//! | Delivery          | by id; an endpoint's, newest first (its shards merged) | table | `W#<ws>#DELIVERY#<webhook>`, `W#<ws>#S<n>#DELIVERY#<webhook>` ([`delivery`]) | `<ulid>` |
 //! | Delivery (a replay's) | by its event: what an erasure scrubs | gsi1 | `W#<ws>#REPLAYED#<event cursor>` | `<webhook>#<ulid>` |
 //! | Dispatch cursor   | the events the local dispatcher has read | table | `W#<ws>`            | `DISPATCHED`            |
 
+use super::shards::{shard_partition, shard_partitions, sharded_from, ulid_shard};
 use super::{collection, ws};
 use crate::ids::WorkspaceId;
 use crate::store::Key;
@@ -44,13 +45,21 @@ pub fn webhook_slot(workspace_id: WorkspaceId, id: &str, n: u32) -> Key {
     )
 }
 
+/// An endpoint for `*` takes a delivery per event of its workspace, and an
+/// update per attempt: its deliveries are kept over the shards
+/// (`shards.rs`), each in the shard of its id.
 pub fn delivery(workspace_id: WorkspaceId, webhook: &str, id: &str) -> Key {
-    Key::new(deliveries(workspace_id, webhook), id)
+    let shard = ulid_shard(id, sharded_from());
+    Key::new(
+        shard_partition(workspace_id, &format!("DELIVERY#{webhook}"), shard),
+        id,
+    )
 }
 
-/// An endpoint's deliveries, by id (the event's cursor, or a later ULID).
-pub fn deliveries(workspace_id: WorkspaceId, webhook: &str) -> String {
-    collection(workspace_id, &format!("DELIVERY#{webhook}"))
+/// Every shard of an endpoint's deliveries, by id (the event's cursor, or
+/// a later ULID), read together for its log.
+pub fn deliveries(workspace_id: WorkspaceId, webhook: &str) -> Vec<String> {
+    shard_partitions(workspace_id, &format!("DELIVERY#{webhook}"))
 }
 
 /// The gsi1 partition of the replays of one event: a replay's delivery has

@@ -13,6 +13,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::ids::{self, ClientTime, Timestamp};
 use crate::keys;
 use crate::outbound;
+use crate::page::merged_more;
 use crate::queue::JobQueue;
 use crate::record::{Event, EventData, from_item};
 use crate::store::{Index, Item, PK, Query, SK, SkRange, Store};
@@ -89,7 +90,8 @@ fn delivery_key(id: &str) -> ApiResult<&str> {
         .ok_or_else(|| ApiError::not_found("delivery"))
 }
 
-/// An endpoint's deliveries, newest first: one Query.
+/// An endpoint's deliveries, newest first: its shards merged by id (one
+/// Query a shard, two at most).
 pub async fn deliveries(
     store: &dyn Store,
     caller: &Caller,
@@ -101,24 +103,32 @@ pub async fn deliveries(
     if !(1..=100).contains(&limit) {
         return Err(ApiError::field("limit", "must be between 1 and 100"));
     }
-    let partition = keys::deliveries(caller.workspace_id, &webhook.id);
-    let mut query = Query::new(Index::TABLE, partition.clone(), SkRange::All).backward();
-    query.limit = Some(limit as usize);
-    if let Some(after) = &q.after {
-        let sk = delivery_key(after)
-            .map_err(|_| ApiError::field("after", "must be a delivery id of this list"))?;
-        query.start_after = Some(Item::from_iter([
-            (PK.to_owned(), partition.into()),
-            (SK.to_owned(), sk.into()),
-        ]));
-    }
-    let page = store.query(&query).await?;
-    let data: Vec<DeliveryView> = page
-        .items
+    let after = match &q.after {
+        Some(after) => Some(
+            delivery_key(after)
+                .map_err(|_| ApiError::field("after", "must be a delivery id of this list"))?,
+        ),
+        None => None,
+    };
+    let shards = keys::deliveries(caller.workspace_id, &webhook.id)
+        .into_iter()
+        .map(|partition| {
+            let mut query = Query::new(Index::TABLE, partition.clone(), SkRange::All).backward();
+            query.start_after = after.map(|sk| {
+                Item::from_iter([
+                    (PK.to_owned(), partition.into()),
+                    (SK.to_owned(), sk.into()),
+                ])
+            });
+            query
+        })
+        .collect();
+    let (items, more) = merged_more(store, shards, limit as usize).await?;
+    let data: Vec<DeliveryView> = items
         .into_iter()
         .map(|item| from_item::<Delivery>(item).map(DeliveryView::from))
         .collect::<ApiResult<_>>()?;
-    let next_cursor = page.last_key.and(data.last().map(|d| d.id.clone()));
+    let next_cursor = data.last().filter(|_| more).map(|d| d.id.clone());
     Ok(DeliveryPage { data, next_cursor })
 }
 
