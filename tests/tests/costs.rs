@@ -61,15 +61,23 @@ api_test! {
 }
 
 api_test! {
-    /// An offset page steps over the offset with key-only reads of the same range,
-    /// bounded by offset + limit <= 10,000.
+    /// An offset page of one partition steps over the offset with key-only
+    /// reads of the same range, bounded by offset + limit <= 10,000; a list
+    /// kept over shards (tags) reads at most offset + limit of each shard
+    /// however large the workspace.
     async fn an_offset_page_reads_offset_plus_limit_items(app) {
         for i in 0..30 {
+            app.post("/v3/campaigns", json!({ "name": format!("campaign {i}") })).await.expect(201);
             app.post("/v3/tags", json!({ "name": format!("tag {i}") })).await.expect(201);
         }
-        let cost = cost_of(&app, || async { app.get("/v3/tags?limit=5&offset=20").await.expect(200); }).await;
+        let cost = cost_of(&app, || async { app.get("/v3/campaigns?limit=5&offset=20").await.expect(200); }).await;
         assert_eq!(cost.queries, 2, "one key-only step, one page");
         assert_eq!(cost.scanned, 25);
+
+        let page = app.get("/v3/tags?limit=5&offset=20").await.expect(200);
+        assert_eq!(page["data"].as_array().unwrap().len(), 5);
+        let cost = cost_of(&app, || async { app.get("/v3/tags?limit=5&offset=20").await.expect(200); }).await;
+        assert!((8..=16).contains(&cost.queries) && cost.scanned <= 8 * 25, "{cost:?}");
     }
 }
 

@@ -392,13 +392,15 @@ api_test! {
 /// What its lists cost, at two sizes of the workspace (tests/tests/costs.rs
 /// has the costs every group shares).
 mod costs {
-    use api_tests::costs::{assert_units, cost_of};
+    use api_tests::costs::cost_of;
     use api_tests::serde_json::json;
     use api_tests::api_test;
 
     api_test! {
-        /// A list page is one Query plus the counter's GetItem, whatever the size of
-        /// the workspace: shown with the same request at two sizes.
+        /// A list page is a Query or two of each of the 8 shards plus the
+        /// counter's GetItem, and reads a page's worth of each shard at most,
+        /// whatever the size of the workspace: shown with the same request at
+        /// two sizes.
         async fn a_tag_list_page_does_not_grow_with_the_workspace(app) {
             let mut costs = Vec::new();
             for size in [6, 60] {
@@ -412,16 +414,16 @@ mod costs {
                     assert_eq!(page["data"].as_array().unwrap().len(), 5);
                 })
                 .await;
-                assert_eq!((cost.gets, cost.queries), (2, 1), "token + counter, one Query");
-                assert_eq!(cost.scanned, 5, "the Query reads the page only");
+                assert_eq!(cost.gets, 2, "token + counter");
+                // one or two Queries of each of the 8 shards, a page's worth at most
+                assert!((8..=16).contains(&cost.queries) && cost.scanned <= 8 * 5, "{cost:?}");
                 costs.push(cost.read_units);
             }
-            assert_eq!(costs[0], costs[1], "same cost at 6 and 60 tags");
-            assert_units(&app, "GET /v3/tags?limit=5", costs[0], 2.0);
+            assert!(costs[1] <= costs[0] + 8.0, "about the same cost at 6 and 60 tags: {costs:?}");
 
             let cost = cost_of(&app, || async { app.get("/v1/tags?limit=5").await.expect(200); }).await;
-            assert_eq!((cost.gets, cost.queries), (1, 1), "token, one Query");
-            assert_eq!(cost.scanned, 6, "the page and one item to know whether more follow");
+            assert_eq!(cost.gets, 1, "the token");
+            assert!((8..=16).contains(&cost.queries) && cost.scanned <= 8 * 6, "the page and one to know whether more follow, a shard at most: {cost:?}");
         }
     }
 }

@@ -92,8 +92,8 @@ impl catalog::Catalog for BusinessHour {
     fn key_of(workspace_id: WorkspaceId, id: BusinessHourId) -> Key {
         keys::business_hour(workspace_id, id)
     }
-    fn partition(workspace_id: WorkspaceId) -> String {
-        keys::business_hours(workspace_id)
+    fn partitions(workspace_id: WorkspaceId) -> Vec<String> {
+        vec![keys::business_hours(workspace_id)]
     }
 }
 

@@ -1,12 +1,12 @@
 //! Records an operator loads by id (`crm load`) and the API reads: products,
-//! custom fields, business hours. One partition per kind and workspace, in id
-//! order, with a counter for `totalCount`. Written once for every kind.
+//! custom fields, business hours. One partition per kind and workspace (the
+//! products': their shards), in id order, with a counter for `totalCount`. Written once for every kind.
 
 use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::ids::WorkspaceId;
 use crate::keys;
-use crate::page::{ListPage, Paging, counted_page};
+use crate::page::{ListPage, Paging, counted_merged_page};
 use crate::record::{self, Versioned};
 use crate::store::{Index, Key, Query, SkRange, Store};
 
@@ -18,7 +18,8 @@ pub trait Catalog: Versioned + Clone {
     /// The list's counter.
     const LIST: &'static str;
     fn key_of(workspace_id: WorkspaceId, id: Self::Id) -> Key;
-    fn partition(workspace_id: WorkspaceId) -> String;
+    /// Its list's partitions: one, or a family's shards (products).
+    fn partitions(workspace_id: WorkspaceId) -> Vec<String>;
 }
 
 /// One record by id: one GetItem.
@@ -33,8 +34,11 @@ pub async fn list<R: Catalog>(
     paging: Paging,
 ) -> ApiResult<ListPage<R>> {
     let ws = caller.workspace_id;
-    let query = Query::new(Index::TABLE, R::partition(ws), SkRange::All);
-    counted_page(store, query, paging, keys::counter(ws, R::LIST)).await
+    let shards = R::partitions(ws)
+        .into_iter()
+        .map(|pk| Query::new(Index::TABLE, pk, SkRange::All))
+        .collect();
+    counted_merged_page(store, shards, paging, keys::counter(ws, R::LIST)).await
 }
 
 /// Creates the record or writes it over the stored one (see [`record::upsert`]).

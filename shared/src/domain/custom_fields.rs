@@ -120,8 +120,8 @@ impl catalog::Catalog for CustomField {
     fn key_of(workspace_id: WorkspaceId, id: CustomFieldId) -> Key {
         keys::custom_field(workspace_id, id)
     }
-    fn partition(workspace_id: WorkspaceId) -> String {
-        keys::custom_fields(workspace_id)
+    fn partitions(workspace_id: WorkspaceId) -> Vec<String> {
+        vec![keys::custom_fields(workspace_id)]
     }
 }
 

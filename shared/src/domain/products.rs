@@ -44,7 +44,7 @@ impl catalog::Catalog for Product {
     fn key_of(workspace_id: WorkspaceId, id: ProductId) -> Key {
         keys::product(workspace_id, id)
     }
-    fn partition(workspace_id: WorkspaceId) -> String {
+    fn partitions(workspace_id: WorkspaceId) -> Vec<String> {
         keys::products(workspace_id)
     }
 }

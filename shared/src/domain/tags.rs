@@ -16,7 +16,9 @@ use crate::error::{ApiError, ApiResult};
 use crate::ids::WorkspaceId;
 use crate::keys;
 use crate::load::{LineType, Loadable, WithId};
-use crate::page::{CursorPage, CursorPaging, ListPage, Paging, counted_page, cursor_records};
+use crate::page::{
+    CursorPage, CursorPaging, ListPage, Paging, counted_merged_page, cursor_records,
+};
 use crate::record::{self, CommitError, Mutation, Personal, Record, Stamps, with_fresh_id};
 use crate::store::{Index, Key, Query, SkRange, Store};
 
@@ -447,12 +449,16 @@ pub async fn delete(store: &dyn Store, caller: &Caller, id: TagId) -> ApiResult<
     Ok(tag)
 }
 
-/// A `/v3` page in creation order: one Query for the page, one GetItem for the count.
+/// A `/v3` page in creation order: one Query for the page (one a shard,
+/// merged by id, once sharded), one GetItem for the count.
 pub async fn list(store: &dyn Store, caller: &Caller, paging: Paging) -> ApiResult<ListPage<Tag>> {
-    let query = Query::new(Index::TABLE, keys::tags(caller.workspace_id), SkRange::All);
-    counted_page(
+    let shards = keys::tags(caller.workspace_id)
+        .into_iter()
+        .map(|pk| Query::new(Index::TABLE, pk, SkRange::All))
+        .collect();
+    counted_merged_page(
         store,
-        query,
+        shards,
         paging,
         keys::counter(caller.workspace_id, LIST),
     )
@@ -465,15 +471,22 @@ pub async fn list_after(
     caller: &Caller,
     paging: CursorPaging,
 ) -> ApiResult<CursorPage<Tag>> {
-    let mut query = Query::new(Index::TABLE, keys::tags(caller.workspace_id), SkRange::All);
-    if let Some(cursor) = paging.numeric_cursor()? {
-        let key = keys::tag(caller.workspace_id, TagId(cursor));
-        query.start_after = Some(crate::store::Item::from_iter([
-            (crate::store::PK.to_owned(), key.pk.into()),
-            (crate::store::SK.to_owned(), key.sk.into()),
-        ]));
-    }
-    cursor_records(store, vec![query], paging.limit, |r: &Tag| r.id.to_string()).await
+    let after = paging.numeric_cursor()?.map(crate::ids::padded);
+    let shards = keys::tags(caller.workspace_id)
+        .into_iter()
+        .map(|pk| {
+            let mut query = Query::new(Index::TABLE, pk.clone(), SkRange::All);
+            // Every shard is sorted by id: each goes on after the same one.
+            query.start_after = after.clone().map(|sk| {
+                crate::store::Item::from_iter([
+                    (crate::store::PK.to_owned(), pk.into()),
+                    (crate::store::SK.to_owned(), sk.into()),
+                ])
+            });
+            query
+        })
+        .collect();
+    cursor_records(store, shards, paging.limit, |r: &Tag| r.id.to_string()).await
 }
 
 /// The stored items of item_shapes/tags.json read back (domain::item_shapes).

@@ -10,7 +10,7 @@
 //! |-------------------|----------------------------------------|-------|-----------------------|-------------------------|
 //! | Contact           | by id; list or time window by creation (its shards merged) | table | `W#<ws>#CONTACT`, `W#<ws>#S<n>#CONTACT` ([`contact`]) | `<id:16>` |
 //! | Contact           | list by name                           | gsi1  | `W#<ws>#CONTACTNAME`  | `<folded name>#<id:16>` |
-//! | New contact       | `newContact=true`, by creation         | table | `W#<ws>#NEWCONTACT`   | `<id:16>`               |
+//! | New contact       | `newContact=true`, by creation (its shards merged) | table | `W#<ws>#NEWCONTACT`, `W#<ws>#S<n>#NEWCONTACT` ([`new_contact`]) | `<id:16>` |
 //! | Contact phone     | phone identity (unique per workspace)  | table | `W#<ws>#PHONE`        | `<E.164>`               |
 //! | Contact e-mail    | exact e-mail, without case             | table | `W#<ws>#EMAIL`        | `<email>#<id:16>`       |
 //! | E-mail held       | the first contact to hold an e-mail (a later one marks it shared) | table | `W#<ws>#EMAILHELD` | `<email>` |
@@ -68,13 +68,21 @@ pub fn contact_name_sort(folded_name: &str, contact_id: u64) -> String {
     format!("{folded_name}#{}", padded(contact_id))
 }
 
-pub fn new_contacts(workspace_id: WorkspaceId) -> String {
-    collection(workspace_id, "NEWCONTACT")
+/// Every shard of a workspace's new contacts (in the contact's shard, as
+/// the list by id), read together for a list.
+pub fn new_contacts(workspace_id: WorkspaceId) -> Vec<String> {
+    shard_partitions(workspace_id, NEW_CONTACT)
 }
 
 pub fn new_contact(workspace_id: WorkspaceId, contact_id: u64) -> Key {
-    Key::new(new_contacts(workspace_id), padded(contact_id))
+    let shard = id_shard(contact_id, sharded_from());
+    Key::new(
+        shard_partition(workspace_id, NEW_CONTACT, shard),
+        padded(contact_id),
+    )
 }
+
+const NEW_CONTACT: &str = "NEWCONTACT";
 
 pub fn contact_phone(workspace_id: WorkspaceId, e164: &str) -> Key {
     Key::new(collection(workspace_id, "PHONE"), e164)

@@ -113,8 +113,9 @@ mod tests {
         }
         // W#7 must not be a prefix of W#70's partitions in a way a query could confuse:
         // queries are on whole partition keys, and the separator ends the number.
-        assert_ne!(tags(WorkspaceId(7)), tags(WorkspaceId(70)));
-        assert!(!tags(WorkspaceId(70)).starts_with(&format!("{}#", ws(WorkspaceId(7)))));
+        let tags = |ws: u64| collection(WorkspaceId(ws), "TAG");
+        assert_ne!(tags(7), tags(70));
+        assert!(!tags(70).starts_with(&format!("{}#", ws(WorkspaceId(7)))));
     }
 
     #[test]

@@ -4,9 +4,9 @@
 //!
 //! | Entity            | Access pattern                         | Index | pk                    | sk                      |
 //! |-------------------|----------------------------------------|-------|-----------------------|-------------------------|
-//! | Tag               | by id; list in creation order          | table | `W#<ws>#TAG`          | `<id:16>`               |
+//! | Tag               | by id; list in creation order (its shards merged) | table | `W#<ws>#TAG`, `W#<ws>#S<n>#TAG` ([`tag`]) | `<id:16>` |
 //! | Tag name          | uniqueness per workspace (sentinel)    | table | `W#<ws>#UNIQUE`       | `TAGNAME#<normalized>`  |
-//! | Product           | by id; list in id order                | table | `W#<ws>#PRODUCT`      | `<id:16>`               |
+//! | Product           | by id; list in id order (its shards merged) | table | `W#<ws>#PRODUCT`, `W#<ws>#S<n>#PRODUCT` ([`product`]) | `<id:16>` |
 //! | Custom field      | by id; list in id order                | table | `W#<ws>#CUSTOMFIELD`  | `<id:16>`               |
 //! | Business hour     | by id; list in id order                | table | `W#<ws>#BUSINESSHOUR` | `<id:16>`               |
 //! | Dashboard         | by id                                  | table | `W#<ws>#DASHBOARD`    | `<id:16>`               |
@@ -48,12 +48,21 @@ id_type!(
     TagId
 );
 
+/// Tags and products are importable, so their lists by id are kept over the
+/// shards (`shards.rs`) as the contacts' are, each in the shard of its id.
 pub fn tag(workspace_id: WorkspaceId, tag_id: TagId) -> Key {
-    Key::new(collection(workspace_id, "TAG"), padded(tag_id.0))
+    by_id(workspace_id, "TAG", tag_id.0)
 }
 
-pub fn tags(workspace_id: WorkspaceId) -> String {
-    collection(workspace_id, "TAG")
+/// Every shard of a workspace's tags, read together for a list.
+pub fn tags(workspace_id: WorkspaceId) -> Vec<String> {
+    shard_partitions(workspace_id, "TAG")
+}
+
+/// A record of a list by id kept over the shards: in the shard of its id.
+fn by_id(workspace_id: WorkspaceId, family: &str, id: u64) -> Key {
+    let shard = id_shard(id, sharded_from());
+    Key::new(shard_partition(workspace_id, family, shard), padded(id))
 }
 
 pub fn tag_name(workspace_id: WorkspaceId, normalized_name: &str) -> Key {
@@ -70,11 +79,12 @@ id_type!(
 );
 
 pub fn product(workspace_id: WorkspaceId, product_id: ProductId) -> Key {
-    Key::new(products(workspace_id), padded(product_id.0))
+    by_id(workspace_id, "PRODUCT", product_id.0)
 }
 
-pub fn products(workspace_id: WorkspaceId) -> String {
-    collection(workspace_id, "PRODUCT")
+/// Every shard of a workspace's products, read together for a list.
+pub fn products(workspace_id: WorkspaceId) -> Vec<String> {
+    shard_partitions(workspace_id, "PRODUCT")
 }
 
 id_type!(
@@ -91,10 +101,7 @@ id_type!(
 const DEAL: &str = "DEAL";
 
 pub fn deal(workspace_id: WorkspaceId, deal_id: DealId) -> Key {
-    Key::new(
-        shard_partition(workspace_id, DEAL, deal_shard(deal_id)),
-        padded(deal_id.0),
-    )
+    by_id(workspace_id, DEAL, deal_id.0)
 }
 
 /// Every shard of a workspace's deals, read together for a list.

@@ -273,8 +273,8 @@ pub async fn process(
     let (partitions, kind) = match job.object {
         Object::Contacts => (keys::contact_partitions(ws), contacts::Contact::TYPE),
         Object::Deals => (keys::deal_partitions(ws), deals::Deal::TYPE),
-        Object::Tags => (vec![keys::tags(ws)], tags::Tag::TYPE),
-        Object::Products => (vec![keys::products(ws)], products::Product::TYPE),
+        Object::Tags => (keys::tags(ws), tags::Tag::TYPE),
+        Object::Products => (keys::products(ws), products::Product::TYPE),
     };
     let mut partitions = partitions.into_iter();
     let mut query = Query::new(

@@ -15,7 +15,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::ids::ClientTime;
 use crate::ids::WorkspaceId;
 use crate::keys;
-use crate::page::{ListPage, Paging, counted_merged_page, counted_page, offset_page};
+use crate::page::{ListPage, Paging, counted_merged_page, counted_page, merged_page};
 use crate::record;
 use crate::store::{Index, Query, SkRange, Store};
 use crate::text;
@@ -134,11 +134,10 @@ pub async fn list(
                 "newContact=true lists by creation; sort by createdAt or id",
             ));
         }
-        let mut query = Query::new(Index::TABLE, keys::new_contacts(ws), SkRange::All);
-        query.forward = forward;
+        let shards = whole(keys::new_contacts(ws), forward);
         let counter = keys::counter(ws, NEW_LIST);
         let (items, total) = tokio::try_join!(
-            offset_page(store, query, paging),
+            merged_page(store, shards, paging),
             record::count(store, &counter)
         )?;
         let data = load(store, ws, &ids_of(&items)).await?;
@@ -156,16 +155,21 @@ pub async fn list(
         }
         // Ids are time-ordered: creation order is id order, in every shard.
         SortField::CreatedAt | SortField::Id => {
-            let shards = keys::contact_partitions(ws)
-                .into_iter()
-                .map(|pk| Query {
-                    forward,
-                    ..Query::new(Index::TABLE, pk, SkRange::All)
-                })
-                .collect();
+            let shards = whole(keys::contact_partitions(ws), forward);
             counted_merged_page(store, shards, paging, counter).await
         }
     }
+}
+
+/// A Query of each shard, whole, in the page's direction.
+fn whole(shards: Vec<String>, forward: bool) -> Vec<Query> {
+    shards
+        .into_iter()
+        .map(|pk| Query {
+            forward,
+            ..Query::new(Index::TABLE, pk, SkRange::All)
+        })
+        .collect()
 }
 
 /// The ids in every set (each ascending), or `None` when no filter made a set.

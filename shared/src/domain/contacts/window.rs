@@ -85,7 +85,7 @@ pub async fn list_window(
     let ws = caller.workspace_id;
     let only_new = q.new_contact == Some(true);
     let partitions = if only_new {
-        vec![keys::new_contacts(ws)]
+        keys::new_contacts(ws)
     } else {
         keys::contact_partitions(ws)
     };
