@@ -47,6 +47,8 @@ if [ "$lambda" = 1 ]; then
   # Rate limits on, with room for the bench's pace (one token, up to ~2,000
   # calls a second): leases of 100 and 500 requests, one write each.
   export CRM_RATE_LIMIT_TOKEN=2000/1s CRM_RATE_LIMIT_WORKSPACE=10000/1s
+  # The write budget on too, with room for the batch benches (their items a second).
+  export CRM_WRITE_BUDGET=1000000/1s
   # As deployed, contacts and dashboards are given the job queue (never called here).
   export CRM_JOB_QUEUE_URL=http://127.0.0.1:9/000000000000/bench
   target/release/crm create-table

@@ -52,7 +52,7 @@ CRM_BOOTSTRAP_TOKEN="$token" "$crm" load examples/demo.jsonl --shift-times --dat
   || { cat "$log" >&2; exit 1; }
 # The limits as deployed, with room for the fuzzer's rate (tests/tests/limits.rs holds them).
 CRM_BOOTSTRAP_TOKEN="$token" RUST_LOG=${CONTRACT_LOG:-warn} \
-  CRM_RATE_LIMIT_TOKEN=1000000/10s CRM_RATE_LIMIT_WORKSPACE=1000000/10s \
+  CRM_RATE_LIMIT_TOKEN=1000000/10s CRM_RATE_LIMIT_WORKSPACE=1000000/10s CRM_WRITE_BUDGET=1000000/1s \
   "$crm" serve --data "$data" --port "$port" >>"$log" 2>&1 &
 serve_pid=$!
 trap 'kill "$serve_pid" 2>/dev/null || true; wait "$serve_pid" 2>/dev/null || true; rm -rf "$data"' EXIT INT TERM

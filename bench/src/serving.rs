@@ -65,6 +65,7 @@ pub async fn start(mut command: tokio::process::Command, port: u16) -> (Serving,
         // The limiter as deployed, with room for the bench's rate.
         .env("CRM_RATE_LIMIT_TOKEN", "1000000/1s")
         .env("CRM_RATE_LIMIT_WORKSPACE", "1000000/1s")
+        .env("CRM_WRITE_BUDGET", "1000000/1s")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .kill_on_drop(true)

@@ -375,6 +375,7 @@ async fn start_up(args: &Serve) -> Result<(tokio::net::TcpListener, axum::Router
     let runner = shared::domain::jobs::Jobs {
         webhooks: Arc::new(webhooks.clone()),
         files: Some(files.clone()),
+        budgeted: Some(shared::ratelimit::Budgeted::paced(store.clone())),
     };
     let queue: shared::queue::SharedQueue =
         Arc::new(shared::queue::LocalQueue::start(store.clone(), Arc::new(runner)).await);

@@ -436,6 +436,43 @@ impl TestApp {
         self
     }
 
+    /// The same app with the write budget `writes` (requests wide), on the
+    /// system's clock: its API writes refused past it, its jobs (the local
+    /// queue's runner) paced by it, as `crm serve` runs them.
+    pub async fn with_write_budget(mut self, writes: shared::ratelimit::Policy) -> Self {
+        let wide = shared::ratelimit::Policy {
+            quota: 1_000_000,
+            window_seconds: 1,
+        };
+        let limits = Limits {
+            token: wide,
+            workspace: wide,
+            writes,
+        };
+        let webhooks = webhook_settings();
+        let paced = shared::ratelimit::Budgeted::new(
+            self.store.clone(),
+            Arc::new(Limiter::with(limits)),
+            shared::ratelimit::AtLimit::Pace,
+        );
+        let runner = shared::domain::jobs::Jobs {
+            webhooks: Arc::new(webhooks.clone()),
+            files: Some(self.files.clone()),
+            budgeted: Some(Arc::new(paced)),
+        };
+        let queue: shared::queue::SharedQueue =
+            Arc::new(shared::queue::LocalQueue::start(self.store.clone(), Arc::new(runner)).await);
+        let state = AppState::new(self.store.clone())
+            .with_queue(queue.clone())
+            .with_webhooks(webhooks)
+            .with_files(self.files.clone())
+            .with_limiter(Limiter::with(limits));
+        self.limiter = Some(state.limiter.clone());
+        self.router = crm::app(state);
+        self.queue = queue;
+        self
+    }
+
     /// The same app, its requests reading a clock the test moves (no test
     /// waits for time to pass).
     pub fn with_manual_clock(self) -> (Self, Arc<shared::ids::ManualClock>) {
@@ -914,6 +951,7 @@ async fn local_queue(
     let runner = shared::domain::jobs::Jobs {
         webhooks: Arc::new(webhooks.clone()),
         files: Some(files.clone()),
+        budgeted: None,
     };
     Arc::new(shared::queue::LocalQueue::start(store.clone(), Arc::new(runner)).await)
 }

@@ -194,3 +194,22 @@ api_test! {
         app.assert_made_events(&["import.created", "import.completed"]).await;
     }
 }
+
+api_test! {
+    /// An import is paced by the workspace's write budget, never refused by
+    /// it: 60 contacts (about 9 items each) under a budget of 200 items a
+    /// second are all created, none failed, every item charged to the
+    /// budget: its bucket stands past the start by more than its one-second
+    /// window holds, so the job waited for it.
+    async fn an_import_is_paced_by_the_write_budget_never_refused(app) {
+        let app = app.with_write_budget(shared::ratelimit::Policy { quota: 200, window_seconds: 1 }).await;
+        let start = chrono::Utc::now().timestamp_micros();
+        let job = app.post("/v3/contacts/import", phone_book(60, 0)).await.expect(201);
+        let done = finished(&app, job["id"].as_str().unwrap()).await;
+        assert_eq!((done["created"].clone(), done["failed"].clone()), (json!(60), json!(0)), "{done}");
+        let bucket = app.store.get(&shared::keys::write_bucket(shared::ids::WorkspaceId(1)), true).await.unwrap().expect("the budget's bucket");
+        let tat = bucket["tat"].as_i64().unwrap();
+        // 60 contacts of at least 9 items: 540 items, 2.7 s of the bucket.
+        assert!(tat - start > 2_000_000, "the bucket stands {} µs past the start", tat - start);
+    }
+}

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use api_tests::serde_json::json;
+use api_tests::serde_json::{Value, json};
 use api_tests::{TestApp, TestResponse, api_test};
 use chrono::Duration;
 use shared::auth::{Resource, Scope};
@@ -54,6 +54,7 @@ fn limits(token: u32, workspace: u32) -> Limits {
             quota: workspace,
             window_seconds: 10,
         },
+        writes: WIDE,
     }
 }
 
@@ -319,6 +320,7 @@ async fn a_token_is_granted(app: TestApp, policy: Policy) {
     let (app, clock) = app.rate_limited(Limits {
         token: policy,
         workspace: WIDE,
+        writes: WIDE,
     });
     let token = a_token(&app, "quota").await;
     granted_whole(&app, &clock, &token, "token", policy).await;
@@ -364,7 +366,7 @@ api_test! {
     /// A workspace's bucket at 30 per hour (#44: it fell from 29 to 9).
     async fn a_workspace_at_thirty_an_hour_is_granted_whole(app) {
         let limit = policy(30, 3600);
-        let (app, clock) = app.rate_limited(Limits { token: WIDE, workspace: limit });
+        let (app, clock) = app.rate_limited(Limits { token: WIDE, workspace: limit, writes: WIDE });
         granted_whole(&app, &clock, api_tests::ADMIN_TOKEN, "workspace", limit).await;
     }
 }
@@ -375,7 +377,7 @@ api_test! {
     /// (the bucket refilled), at 30 per hour a workspace goes from 28 to
     /// 27, and at 20 per hour the second request is served.
     async fn a_lease_costs_no_request_it_does_not_serve(app) {
-        let (app, clock) = app.rate_limited(Limits { token: policy(20, 5), workspace: policy(30, 3600) });
+        let (app, clock) = app.rate_limited(Limits { token: policy(20, 5), workspace: policy(30, 3600), writes: WIDE });
         let token = a_token(&app, "paused").await; // one of the workspace's 30
         let client = app.as_token(&token);
         let first = client.get("/v3/tags").await;
@@ -390,7 +392,7 @@ api_test! {
 api_test! {
     /// The same at 20 per hour: one request every 3 minutes, 20 at once.
     async fn twenty_an_hour_are_twenty_requests(app) {
-        let (app, clock) = app.rate_limited(Limits { token: policy(20, 3600), workspace: WIDE });
+        let (app, clock) = app.rate_limited(Limits { token: policy(20, 3600), workspace: WIDE, writes: WIDE });
         let token = a_token(&app, "hourly").await;
         let client = app.as_token(&token);
         assert_eq!(remaining(&client.get("/v3/tags").await)["token"], 19);
@@ -430,7 +432,7 @@ api_test! {
     /// 20 per 5 s: what one leased and did not serve it gives back with its
     /// next lease, and the other gets it. Together they get the 20, no more.
     async fn what_one_instance_does_not_serve_another_gets(app) {
-        let limits = Limits { token: policy(20, 5), workspace: WIDE };
+        let limits = Limits { token: policy(20, 5), workspace: WIDE, writes: WIDE };
         let (one, two) = (Limiter::with(limits), Limiter::with(limits));
         let clock = Arc::new(ManualClock::starting_now());
         let store = app.store.as_ref();
@@ -577,7 +579,7 @@ api_test! {
     /// leases again at its next request. Together they pass the quota by
     /// that one request, no more.
     async fn two_first_requests_at_once_pass_the_quota_by_one_at_most(app) {
-        let limits = Limits { token: policy(20, 5), workspace: WIDE };
+        let limits = Limits { token: policy(20, 5), workspace: WIDE, writes: WIDE };
         let (one, two) = (Arc::new(Limiter::with(limits)), Arc::new(Limiter::with(limits)));
         let clock = Arc::new(ManualClock::starting_now());
         let store: SharedStore = app.store.clone();
@@ -609,7 +611,7 @@ api_test! {
     async fn a_lease_running_low_is_topped_up_while_it_serves(app) {
         let held = HeldWrites::after(app.store.clone(), 2);
         let store: SharedStore = held.clone();
-        let limiter = Arc::new(Limiter::with(Limits { token: policy(100, 10), workspace: WIDE }));
+        let limiter = Arc::new(Limiter::with(Limits { token: policy(100, 10), workspace: WIDE, writes: WIDE }));
         let clock = Arc::new(ManualClock::starting_now());
         let before = app.metrics();
         let reads = || app.metrics().batch_gets - before.batch_gets;
@@ -695,7 +697,7 @@ api_test! {
     /// A million a second through the limiter itself: a burst takes the
     /// million and no more, and a millisecond refills a thousand.
     async fn a_million_a_second_is_a_million(app) {
-        let limiter = Limiter::with(Limits { token: WIDE, workspace: WIDE });
+        let limiter = Limiter::with(Limits { token: WIDE, workspace: WIDE, writes: WIDE });
         let clock = Arc::new(ManualClock::starting_now());
         let store = app.store.as_ref();
         assert_eq!(left_after(&limiter, store, &clock, 1).await, Some(999_999));
@@ -737,5 +739,89 @@ api_test! {
         let unknown = app.as_token("crm_1_NotAToken0000000000000000000000000000").get("/v3/tags").await;
         assert_eq!(unknown.status, 401, "{}", unknown.body);
         assert!(!unknown.headers.contains_key("ratelimit"), "{:?}", unknown.headers);
+    }
+}
+
+/// The write budget's room: requests never in the way.
+fn budget(writes: Policy) -> Limits {
+    Limits { token: WIDE, workspace: WIDE, writes }
+}
+
+/// Every item but the limiter's own (`W#<ws>#RATE`), in key order.
+async fn records(app: &TestApp) -> Vec<String> {
+    let mut items: Vec<String> = app
+        .every_item()
+        .await
+        .into_iter()
+        .filter(|item| !item["pk"].as_str().unwrap_or_default().ends_with("#RATE"))
+        .map(|item| Value::Object(item).to_string())
+        .collect();
+    items.sort();
+    items
+}
+
+api_test! {
+    /// The workspace's write budget (items by the KB a second, a transaction
+    /// at least 10; API writes and jobs together): an API write past it is a
+    /// 429 in the error shape naming it, with `Retry-After`, that writes
+    /// nothing; once the window has passed, writes go through again. A
+    /// made-up token naming the workspace takes nothing of its budget.
+    async fn a_write_past_the_write_budget_is_a_429_that_writes_nothing(app) {
+        let (app, clock) = app.rate_limited(budget(policy(40, 1)));
+        let made_up = app.as_token("crm_1_NotAToken0000000000000000000000000000");
+        for i in 0..10 {
+            made_up.post("/v3/tags", json!({ "name": format!("x{i}") })).await.expect_error(401);
+        }
+        let (mut refused, mut created) = (None, 0);
+        for i in 0..10 {
+            let before = records(&app).await;
+            let answer = app.post("/v3/tags", json!({ "name": format!("t{i}") })).await;
+            if answer.status == 429 {
+                refused = Some((answer, before));
+                break;
+            }
+            answer.expect(201);
+            created += 1;
+        }
+        // A create counts 10 (7 items, the floor): 4 fit, in leases of 20, 10, 10.
+        assert!(created >= 3, "the made-up token took none of the budget: {created} created");
+        let (answer, before) = refused.expect("40 items a second hold at most 4 creates");
+        assert_eq!(answer.body["statusCode"], 429);
+        let message = answer.body["message"].as_str().unwrap();
+        assert!(message.starts_with("write budget of the workspace reached: 40 items per 1 s"), "{message}");
+        assert_eq!(answer.headers["retry-after"], "1");
+        assert_eq!(records(&app).await, before, "the refused create wrote nothing");
+        // Reads are not writes: the budget does not stand in their way.
+        app.get("/v3/tags").await.expect(200);
+        clock.advance(Duration::seconds(1));
+        app.post("/v3/tags", json!({ "name": "later" })).await.expect(201);
+    }
+}
+
+api_test! {
+    /// A keyed create refused by the write budget leaves its key free: the
+    /// retry after `Retry-After` runs it, once.
+    async fn a_keyed_write_refused_by_the_budget_applies_once_on_retry(app) {
+        let (app, clock) = app.rate_limited(budget(policy(40, 1)));
+        let mut refused = false;
+        for i in 0..10 {
+            let answer = app.post_with_key("/v3/tags", &format!("k{i}"), &json!({ "name": format!("t{i}") })).await;
+            if answer.status == 429 {
+                refused = true;
+                // The same key again, after the wait: it runs, once.
+                clock.advance(Duration::seconds(1));
+                let key = format!("k{i}");
+                app.post_with_key("/v3/tags", &key, &json!({ "name": format!("t{i}") })).await.expect(201);
+                clock.advance(Duration::seconds(1));
+                let again = app.post_with_key("/v3/tags", &key, &json!({ "name": format!("t{i}") })).await;
+                again.expect(201);
+                let names: Vec<Value> = app.get("/v3/tags?limit=100").await.expect(200)["data"]
+                    .as_array().unwrap().iter().map(|t| t["name"].clone()).collect();
+                assert_eq!(names.iter().filter(|n| **n == json!(format!("t{i}"))).count(), 1, "{names:?}");
+                break;
+            }
+            answer.expect(201);
+        }
+        assert!(refused, "40 items a second hold at most 4 creates");
     }
 }

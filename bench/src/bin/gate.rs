@@ -126,6 +126,7 @@ async fn setup() -> App {
     let limits = shared::ratelimit::Limits {
         token: room,
         workspace: room,
+        writes: room,
     };
     let state = AppState::new(store).with_limiter(shared::ratelimit::Limiter::with(limits));
     let mut app = App {

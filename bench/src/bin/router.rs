@@ -122,6 +122,7 @@ async fn serve(store: EmbeddedStore) -> (axum::Router, String, String, axum::Rou
     let limits = shared::ratelimit::Limits {
         token: room,
         workspace: room,
+        writes: room,
     };
     let unlimited =
         crm::app(AppState::new(store.clone()).with_limiter(shared::ratelimit::Limiter::off()));

@@ -14,8 +14,10 @@ const MARGIN: std::time::Duration = std::time::Duration::from_secs(15);
 async fn main() -> Result<(), Error> {
     shared::lambda::init_logs();
     let state = shared::lambda::state().await;
+    // Jobs write within the workspace's write budget, paced at it.
+    let store = state.paced_store();
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
-        let state = state.clone();
+        let (state, store) = (state.clone(), store.clone());
         async move {
             let env = Env {
                 queue: state.queue.as_deref(),
@@ -23,7 +25,7 @@ async fn main() -> Result<(), Error> {
                 deadline: Some(job_worker::stop_by(event.context.deadline, MARGIN)),
             };
             Ok::<SqsBatchResponse, Error>(
-                job_worker::handle(state.store.as_ref(), env, event.payload).await,
+                job_worker::handle(store.as_ref(), env, event.payload).await,
             )
         }
     }))

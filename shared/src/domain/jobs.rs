@@ -104,6 +104,11 @@ pub struct Jobs {
     pub webhooks: std::sync::Arc<crate::outbound::Settings>,
     /// The files of bulk jobs (a folder locally).
     pub files: Option<SharedFiles>,
+    /// The store jobs write through, paced by the workspace's write budget
+    /// (`ratelimit::Budgeted::paced`); `None`: the queue's own, unbudgeted.
+    /// Webhook deliveries write through the queue's: they follow events
+    /// rather than make them.
+    pub budgeted: Option<crate::store::SharedStore>,
 }
 
 impl Jobs {
@@ -112,6 +117,7 @@ impl Jobs {
         Self {
             webhooks: std::sync::Arc::new(crate::outbound::Settings::from_env()),
             files: None,
+            budgeted: None,
         }
     }
 }
@@ -132,6 +138,7 @@ impl JobRunner for Jobs {
                 files: self.files.as_deref(),
                 deadline: None,
             };
+            let store = self.budgeted.as_deref().unwrap_or(store);
             run(store, env, message).await.map(|_| ())
         };
         outcome.map_err(|e| e.to_string())

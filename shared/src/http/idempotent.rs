@@ -179,14 +179,17 @@ async fn run(served: Served, req: Request, next: Next) -> Result<Response, Respo
     let bytes = match to_bytes(body, usize::MAX).await {
         Ok(bytes) => bytes,
         Err(e) => {
-            idempotency::finish(state.store.as_ref(), &claim, 500, Vec::new(), None).await;
+            idempotency::finish(state.ungated.as_ref(), &claim, 500, Vec::new(), None).await;
             return Err(ApiError::internal(e).into_response());
         }
     };
     let text = String::from_utf8(bytes.to_vec())
         .ok()
         .filter(|t| t.len() <= MAX_KEPT_BODY);
-    idempotency::finish(state.store.as_ref(), &claim, status, headers, text).await;
+    // Ungated (its token held before the claim was taken) and unbudgeted:
+    // a claim given back after a write refused by the write budget must not
+    // be refused too, or its retry would wait for the claim's lease.
+    idempotency::finish(state.ungated.as_ref(), &claim, status, headers, text).await;
     Ok(Response::from_parts(parts, Body::from(bytes)))
 }
 

@@ -113,18 +113,30 @@ pub struct Relay {
 
 impl AppState {
     pub fn new(store: SharedStore) -> Self {
+        let limiter = Arc::new(crate::ratelimit::Limiter::from_env());
         Self(Arc::new(StateFields {
-            store: Arc::new(crate::auth::Gated(store.clone())),
+            store: handlers_store(&store, &limiter),
             queue: None,
             ungated: store,
             clock: Arc::new(ids::SystemClock),
             deliveries: None,
             webhooks: Arc::new(crate::outbound::Settings::from_env()),
-            limiter: Arc::new(crate::ratelimit::Limiter::from_env()),
+            limiter,
             files: None,
             needs: Arc::default(),
             relay: None,
         }))
+    }
+
+    /// The store for background jobs beside this app (`crm serve`'s queue,
+    /// the job worker): its writes paced by the workspace's write budget,
+    /// never refused ([`crate::ratelimit::Budgeted`]).
+    pub fn paced_store(&self) -> SharedStore {
+        Arc::new(crate::ratelimit::Budgeted::new(
+            self.ungated.clone(),
+            self.limiter.clone(),
+            crate::ratelimit::AtLimit::Pace,
+        ))
     }
 
     /// Routes that relay ([`Need::Relayed`]) send their requests through
@@ -191,6 +203,7 @@ impl AppState {
     /// Rate limits other than the environment's (tests: off, or small).
     pub fn with_limiter(mut self, limiter: crate::ratelimit::Limiter) -> Self {
         self.limiter = Arc::new(limiter);
+        self.store = handlers_store(&self.ungated, &self.limiter);
         self
     }
 
@@ -214,6 +227,19 @@ impl AppState {
             ApiError::unavailable("background jobs are not configured here (CRM_JOB_QUEUE_URL)")
         })
     }
+}
+
+/// The store as handlers see it: gated by the request's token check, then
+/// within the workspace's write budget (a write past it refused: a made-up
+/// token takes nothing of the budget, and the budget's own bucket is
+/// written beside both, ungated).
+fn handlers_store(store: &SharedStore, limiter: &Arc<crate::ratelimit::Limiter>) -> SharedStore {
+    let budgeted = crate::ratelimit::Budgeted::new(
+        store.clone(),
+        limiter.clone(),
+        crate::ratelimit::AtLimit::Refuse,
+    );
+    Arc::new(crate::auth::Gated(Arc::new(budgeted)))
 }
 
 /// The id of the request being served: API Gateway's request id on AWS, the

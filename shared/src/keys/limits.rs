@@ -4,6 +4,7 @@
 //! |-------------------|----------------------------------------|-------|-----------------------|-------------------------|
 //! | Rate bucket       | a token's bucket (by a prefix of its SHA-256), or the workspace's own | table | `W#<ws>#RATE` | `TOKEN#<prefix>` or `WORKSPACE` |
 //! | Rate limits       | a workspace's own limits               | table | `W#<ws>#RATE`         | `LIMITS`                |
+//! | Write budget      | the items a workspace's writes may put a second | table | `W#<ws>#RATE` | `WRITES`          |
 
 use super::collection;
 use crate::ids::WorkspaceId;
@@ -18,6 +19,11 @@ pub fn rate_bucket(workspace_id: WorkspaceId, token: &str) -> Key {
         format!("TOKEN#{token}")
     };
     Key::new(collection(workspace_id, "RATE"), sk)
+}
+
+/// The bucket of the workspace's write budget (`ratelimit::Budgeted`).
+pub fn write_bucket(workspace_id: WorkspaceId) -> Key {
+    Key::new(collection(workspace_id, "RATE"), "WRITES")
 }
 
 /// The workspace's limits, when an operator set them.

@@ -72,15 +72,17 @@ impl Admission {
     pub fn refusal(&self) -> Option<ApiError> {
         let wait = self.retry_after?;
         let empty = self.standings.get(self.refused_by?)?;
-        Some(
-            ApiError::new(
-                http::StatusCode::TOO_MANY_REQUESTS,
-                format!(
-                    "rate limit of the {} reached: {} requests per {} s; retry in {wait} s",
-                    empty.name, empty.policy.quota, empty.policy.window_seconds
-                ),
+        let (quota, window) = (empty.policy.quota, empty.policy.window_seconds);
+        let message = if empty.name == "writes" {
+            format!(
+                "write budget of the workspace reached: {quota} items per {window} s; retry in {wait} s"
             )
-            .retry_after(wait),
-        )
+        } else {
+            format!(
+                "rate limit of the {} reached: {quota} requests per {window} s; retry in {wait} s",
+                empty.name
+            )
+        };
+        Some(ApiError::new(http::StatusCode::TOO_MANY_REQUESTS, message).retry_after(wait))
     }
 }

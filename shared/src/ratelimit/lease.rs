@@ -13,7 +13,7 @@
 use futures_util::future::join_all;
 use serde_json::json;
 
-use super::{How, LEASE_TIME_US, Lease, Limiter, Limits, Policy, StoredLimits, now_us};
+use super::{How, Kind, LEASE_TIME_US, Lease, Limiter, Limits, Policy, StoredLimits, now_us};
 use crate::ids::WorkspaceId;
 use crate::keys;
 use crate::store::{Condition, Item, Key, Store, StoreError, Write};
@@ -32,7 +32,7 @@ pub(super) struct Taken {
 /// A bucket to lease, and what this instance's last lease of it gives back.
 pub(super) struct Want {
     pub key: Key,
-    pub per_token: bool,
+    pub kind: Kind,
     pub miss: Miss,
 }
 
@@ -367,7 +367,7 @@ impl Limiter {
             let mut refused = false;
             for &i in &pending {
                 let want = &wants[i];
-                let policy = limits.of(want.per_token);
+                let policy = limits.of(want.kind);
                 let stored = stored_in(&items, &want.key, want.miss.seen, policy, now);
                 let credit = want.miss.back.map_or(0, |back| back.credit(stored, now));
                 let base = (stored.map_or(now, |stored| stored.tat) - credit).max(now);

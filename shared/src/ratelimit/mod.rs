@@ -37,13 +37,15 @@ use crate::keys;
 use crate::store::{Item, Key, SharedStore, Store, StoreError, Write};
 
 mod admission;
+mod budget;
 mod lease;
 mod policy;
 mod top_up;
 
 pub use admission::{Admission, Standing};
+pub use budget::{AtLimit, Budgeted, OPERATION_FLOOR, items_of};
 use policy::StoredLimits;
-pub use policy::{LEASE, LEASE_TIME_US, Limits, MAX_LEASE, Policy, limits_of, set_limits};
+pub use policy::{Kind, LEASE, LEASE_TIME_US, Limits, MAX_LEASE, Policy, limits_of, set_limits};
 
 use lease::Taken;
 /// The limits of every process: off, or these defaults (a workspace's own
@@ -150,6 +152,7 @@ impl Limiter {
         Self::with(Limits {
             token: policy("CRM_RATE_LIMIT_TOKEN", Limits::DEFAULT.token),
             workspace: policy("CRM_RATE_LIMIT_WORKSPACE", Limits::DEFAULT.workspace),
+            writes: policy("CRM_WRITE_BUDGET", Limits::DEFAULT.writes),
         })
     }
 
@@ -182,8 +185,32 @@ impl Limiter {
         cost: u32,
         already: u32,
     ) -> Admission {
-        self.admit_how(store, ws, token, (cost, already), How::default())
+        let buckets = request_buckets(ws, token);
+        self.admit_how(store, ws, &buckets, (cost, already), How::default())
             .await
+    }
+
+    /// Takes `items` of workspace `ws`'s write budget (`budget.rs`), its
+    /// lease's write sent on with `store` (the ungated one: the bucket's own
+    /// writes are not budgeted). Never fails, as [`Self::admit`].
+    pub async fn admit_writes(
+        self: &Arc<Self>,
+        store: &SharedStore,
+        ws: WorkspaceId,
+        items: u32,
+    ) -> Admission {
+        let how = How {
+            ahead: None,
+            send_on: Some((self, store)),
+        };
+        let buckets = [("writes", keys::write_bucket(ws), Kind::Writes)];
+        self.admit_how(store.as_ref(), ws, &buckets, (items, 0), how)
+            .await
+    }
+
+    /// Whether any limits apply here (off: none, the write budget neither).
+    pub fn is_on(&self) -> bool {
+        self.defaults.is_some()
     }
 
     /// [`Self::admit`] on a request's path: a first lease takes what
@@ -200,7 +227,8 @@ impl Limiter {
             ahead,
             send_on: Some((self, store)),
         };
-        self.admit_how(store.as_ref(), ws, token, (cost, already), how)
+        let buckets = request_buckets(ws, token);
+        self.admit_how(store.as_ref(), ws, &buckets, (cost, already), how)
             .await
     }
 
@@ -216,7 +244,7 @@ impl Limiter {
         cost: u32,
     ) -> Option<Ahead> {
         self.defaults?;
-        let buckets = buckets(ws, token);
+        let buckets = request_buckets(ws, token);
         // A read beside this instance's own write on its way would not see it.
         self.settle(&[&buckets[0].1, &buckets[1].1]).await;
         let now = now_us();
@@ -361,14 +389,14 @@ impl Limiter {
         &self,
         store: &dyn Store,
         ws: WorkspaceId,
-        token: &str,
+        buckets: &[(&'static str, Key, Kind)],
         (cost, already): (u32, u32),
         how: How<'_>,
     ) -> Admission {
         let Some(defaults) = self.defaults else {
             return Admission::default();
         };
-        let buckets = buckets(ws, token);
+        let bucket_keys: Vec<&Key> = buckets.iter().map(|(_, key, _)| key).collect();
         // What this instance holds serves first; the buckets it lacks are
         // leased together (one read, their writes side by side), by one
         // request at a time: the others wait for that lease and take from it
@@ -379,12 +407,12 @@ impl Limiter {
         // with none of them changed produced no lease (refused, or failed).
         let mut before_wait = None;
         let (mut taken, held, wants, claim) = loop {
-            self.settle(&[&buckets[0].1, &buckets[1].1]).await;
+            self.settle(&bucket_keys).await;
             let now = now_us();
-            let mut taken: [Option<Taken>; 2] = [None, None];
+            let mut taken: Vec<Option<Taken>> = vec![None; buckets.len()];
             let mut held = Vec::new();
             let mut wants = Vec::new();
-            for (i, (_, key, per_token)) in buckets.iter().enumerate() {
+            for (i, (_, key, kind)) in buckets.iter().enumerate() {
                 match self.take_held(key, (cost, already), now) {
                     Ok((t, took)) => {
                         taken[i] = Some(t);
@@ -394,7 +422,7 @@ impl Limiter {
                         i,
                         lease::Want {
                             key: key.clone(),
-                            per_token: *per_token,
+                            kind: *kind,
                             miss,
                         },
                     )),
@@ -433,8 +461,8 @@ impl Limiter {
         if let Some((limiter, shared)) = how.send_on {
             for (i, took) in &held {
                 if let Some(by) = took.top_up {
-                    let (_, key, per_token) = &buckets[*i];
-                    limiter.top_up(shared, ws, (key, *per_token), defaults, by);
+                    let (_, key, kind) = &buckets[*i];
+                    limiter.top_up(shared, ws, (key, *kind), defaults, by);
                 }
             }
         }
@@ -498,10 +526,10 @@ impl Limiter {
 }
 
 /// A request's buckets: its token's, and its workspace's.
-fn buckets(ws: WorkspaceId, token: &str) -> [(&'static str, Key, bool); 2] {
+fn request_buckets(ws: WorkspaceId, token: &str) -> [(&'static str, Key, Kind); 2] {
     [
-        ("token", keys::rate_bucket(ws, token), true),
-        ("workspace", keys::rate_bucket(ws, ""), false),
+        ("token", keys::rate_bucket(ws, token), Kind::Token),
+        ("workspace", keys::rate_bucket(ws, ""), Kind::Workspace),
     ]
 }
 

@@ -92,7 +92,8 @@ impl Policy {
     }
 }
 
-/// A workspace's limits: per token, and for the workspace as a whole.
+/// A workspace's limits: requests per token, requests for the workspace as
+/// a whole, and the items its writes may put a second (its write budget).
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema, Validate,
 )]
@@ -104,15 +105,33 @@ pub struct Limits {
     /// The bucket all of the workspace's tokens share.
     #[validate(nested)]
     pub workspace: Policy,
+    /// The workspace's write budget: items (by the KB) its writes put, API
+    /// and imports together (`ratelimit::Budgeted`). Stored limits set
+    /// before it existed read back with the default.
+    #[serde(default = "default_writes")]
+    #[validate(nested)]
+    pub writes: Policy,
+}
+
+fn default_writes() -> Policy {
+    Limits::DEFAULT.writes
+}
+
+/// Which bucket of a workspace's limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Token,
+    Workspace,
+    Writes,
 }
 
 impl Limits {
     /// The policy of a token's bucket, or of its workspace's.
-    pub(super) fn of(self, per_token: bool) -> Policy {
-        if per_token {
-            self.token
-        } else {
-            self.workspace
+    pub(super) fn of(self, kind: Kind) -> Policy {
+        match kind {
+            Kind::Token => self.token,
+            Kind::Workspace => self.workspace,
+            Kind::Writes => self.writes,
         }
     }
 
@@ -124,6 +143,11 @@ impl Limits {
         workspace: Policy {
             quota: 1000,
             window_seconds: 10,
+        },
+        // Below the partitions' ceiling: docs/plans/tenant-write-rate.md §3.
+        writes: Policy {
+            quota: 12_000,
+            window_seconds: 1,
         },
     };
 }

@@ -16,7 +16,7 @@
 use std::sync::Arc;
 
 use super::lease::{limits_in, put, stored_in};
-use super::{Claim, LEASE_TIME_US, Limiter, Limits, now_us};
+use super::{Claim, Kind, LEASE_TIME_US, Limiter, Limits, now_us};
 use crate::ids::{self, WorkspaceId};
 use crate::keys;
 use crate::store::{Key, SharedStore, StoreError};
@@ -29,7 +29,7 @@ impl Limiter {
         self: &Arc<Self>,
         store: &SharedStore,
         ws: WorkspaceId,
-        (key, per_token): (&Key, bool),
+        (key, kind): (&Key, Kind),
         defaults: Limits,
         by: u32,
     ) {
@@ -47,7 +47,7 @@ impl Limiter {
         let (store, key) = (store.clone(), key.clone());
         // The request's clock, for its task (a test's moves by hand).
         tokio::spawn(ids::with_clock(ids::clock(), async move {
-            let result = top_up(&claim, &store, ws, (&key, per_token), defaults, by).await;
+            let result = top_up(&claim, &store, ws, (&key, kind), defaults, by).await;
             if let Err(e) = result {
                 tracing::warn!(error = %e, "rate limiter lease not topped up; leased when it runs out");
             }
@@ -69,7 +69,7 @@ async fn top_up(
     claim: &Claim<Arc<Limiter>>,
     store: &SharedStore,
     ws: WorkspaceId,
-    (key, per_token): (&Key, bool),
+    (key, kind): (&Key, Kind),
     defaults: Limits,
     by: u32,
 ) -> Result<(), StoreError> {
@@ -85,7 +85,7 @@ async fn top_up(
     };
     let read = [key.clone(), keys::rate_limits(ws)];
     let items = store.batch_get(&read).await?;
-    let policy = limits_in(&items, read.last(), defaults).of(per_token);
+    let policy = limits_in(&items, read.last(), defaults).of(kind);
     let now = now_us();
     let stored = stored_in(&items, key, Some(lease.seen()), policy, now);
     // Another instance leased since, or the limits changed: the lease is
