@@ -2,14 +2,17 @@
 //! written anywhere below the handler, without passing it down every call;
 //! and its gate while that is pending: what the request's store calls and its
 //! answer wait for (the token check, `auth::check`, registers itself here;
-//! this layer sits below auth and does not name it).
+//! this layer sits below auth and does not name it); and what a layer
+//! below the handler leaves for the answer's headers (the write budget's
+//! standing, `ratelimit::Budgeted`).
 
 use std::any::Any;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 struct Current {
     id: String,
     gate: OnceLock<Box<dyn Any + Send + Sync>>,
+    note: Mutex<Option<Box<dyn Any + Send + Sync>>>,
 }
 
 tokio::task_local! {
@@ -31,6 +34,7 @@ pub async fn scope<F: std::future::Future>(request_id: String, f: F) -> F::Outpu
     let current = Current {
         id: request_id,
         gate: OnceLock::new(),
+        note: Mutex::new(None),
     };
     REQUEST.scope(current, f).await
 }
@@ -47,6 +51,25 @@ pub fn set_gate<T: Any + Send + Sync>(gate: T) -> bool {
 pub fn gate<T: Any + Clone>() -> Option<T> {
     REQUEST
         .try_with(|r| r.gate.get()?.downcast_ref::<T>().cloned())
+        .ok()
+        .flatten()
+}
+
+/// Leaves `note` for the current request's answer, in place of the last
+/// one (nothing outside a request).
+pub fn leave_note<T: Any + Send + Sync>(note: T) {
+    let _ = REQUEST.try_with(|r| {
+        *r.note.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(note));
+    });
+}
+
+/// The note left for the current request's answer, if one of type `T`.
+pub fn note<T: Any + Clone>() -> Option<T> {
+    REQUEST
+        .try_with(|r| {
+            let note = r.note.lock().unwrap_or_else(|e| e.into_inner());
+            note.as_ref()?.downcast_ref::<T>().cloned()
+        })
         .ok()
         .flatten()
 }

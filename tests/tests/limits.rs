@@ -15,7 +15,7 @@ use api_tests::{TestApp, TestResponse, api_test};
 use chrono::Duration;
 use shared::auth::{Resource, Scope};
 use shared::ids::{ManualClock, WorkspaceId};
-use shared::ratelimit::{Limiter, Limits, Policy};
+use shared::ratelimit::{Kind, Limiter, Limits, Policy};
 use shared::store::{Item, Key, Page, Query, SharedStore, Store, StoreError, Write};
 
 /// A store whose every call fails, as DynamoDB does when it is unreachable.
@@ -780,6 +780,8 @@ api_test! {
                 refused = Some((answer, before));
                 break;
             }
+            let policy = answer.headers["ratelimit-policy"].to_str().unwrap().to_owned();
+            assert!(policy.ends_with(r#", "writes";q=40;w=1"#), "a write says where the budget stands: {policy}");
             answer.expect(201);
             created += 1;
         }
@@ -790,9 +792,13 @@ api_test! {
         let message = answer.body["message"].as_str().unwrap();
         assert!(message.starts_with("write budget of the workspace reached: 40 items per 1 s"), "{message}");
         assert_eq!(answer.headers["retry-after"], "1");
+        assert_eq!(remaining(&answer)["writes"], 0);
         assert_eq!(records(&app).await, before, "the refused create wrote nothing");
-        // Reads are not writes: the budget does not stand in their way.
-        app.get("/v3/tags").await.expect(200);
+        // Reads are not writes: the budget does not stand in their way, nor
+        // in their headers.
+        let read = app.get("/v3/tags").await;
+        assert!(!read.headers["ratelimit-policy"].to_str().unwrap().contains("writes"), "{:?}", read.headers);
+        read.expect(200);
         clock.advance(Duration::seconds(1));
         app.post("/v3/tags", json!({ "name": "later" })).await.expect(201);
     }
@@ -823,5 +829,72 @@ api_test! {
             answer.expect(201);
         }
         assert!(refused, "40 items a second hold at most 4 creates");
+    }
+}
+
+api_test! {
+    /// A job's writes (an import's) take the write budget only while a fifth
+    /// of it stays free: of 100 items a second a job takes 80 at most, and
+    /// an API write, another instance, still finds room beside it. A
+    /// second later the job takes again.
+    async fn a_job_leaves_the_api_a_fifth_of_the_write_budget(app) {
+        let limits = budget(policy(100, 1));
+        let (job, api) = (Arc::new(Limiter::with(limits)), Arc::new(Limiter::with(limits)));
+        let clock = Arc::new(ManualClock::starting_now());
+        let store = app.store.clone();
+        shared::ids::with_clock(clock.clone(), async {
+            let ws = WorkspaceId(1);
+            let mut taken = 0;
+            while job.admit_writes(&store, ws, 10, Kind::JobWrites).await.refusal().is_none() {
+                job.settled().await;
+                taken += 10;
+                assert!(taken <= 80, "a job took {taken} of 100, past the API's fifth");
+            }
+            assert!(taken >= 60, "the job took {taken}");
+            let answer = api.admit_writes(&store, ws, 10, Kind::Writes).await;
+            assert!(answer.refusal().is_none(), "the API's write finds its fifth: {answer:?}");
+            api.settled().await;
+            clock.advance(Duration::seconds(1));
+            assert!(job.admit_writes(&store, ws, 10, Kind::JobWrites).await.refusal().is_none());
+        })
+        .await;
+    }
+}
+
+api_test! {
+    /// A batch meets the write budget operation by operation: each either
+    /// applied or a 429 naming the budget in its result, never half
+    /// written; what the batch says it made is what the API holds.
+    async fn a_batch_past_the_write_budget_applies_each_operation_or_none(app) {
+        let (app, clock) = app.rate_limited(budget(policy(40, 1)));
+        let mut refused = 0;
+        for round in 0..4 {
+            let operations: Vec<Value> = (0..10)
+                .map(|i| json!({ "op": "create", "data": { "name": format!("c{round}-{i}") } }))
+                .collect();
+            let answer = app.post("/v3/contacts/batch", json!({ "operations": operations })).await;
+            if answer.status == 429 {
+                refused += 1;
+                assert!(answer.body["message"].as_str().unwrap().contains("write budget"), "{}", answer.body);
+                continue;
+            }
+            assert!(answer.status == 200 || answer.status == 207, "{}", answer.body);
+            for result in answer.body["results"].as_array().unwrap() {
+                match result["status"].as_u64().unwrap() {
+                    201 => {}
+                    429 => {
+                        refused += 1;
+                        assert!(result["error"]["message"].as_str().unwrap().contains("write budget"), "{result}");
+                    }
+                    other => panic!("{other}: {result}"),
+                }
+            }
+        }
+        assert!(refused > 0, "40 items a second do not hold 40 creates");
+        clock.advance(Duration::seconds(2));
+        let listed = app.get("/v3/contacts?limit=100").await.expect(200);
+        let names: Vec<&str> = listed["data"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+        assert_eq!(listed["totalCount"], json!(names.len()), "the count agrees with the records");
+        assert!(names.len() < 40, "{names:?}");
     }
 }

@@ -107,7 +107,11 @@ pub(super) async fn limited(
         }
     };
     if let Some(metered) = &meter.0 {
-        let admission = metered.admission.lock().unwrap_or_else(|e| e.into_inner());
+        let mut admission = metered.admission.lock().unwrap_or_else(|e| e.into_inner());
+        // A request that wrote says where the write budget stands too.
+        if let Some(writes) = crate::context::note::<crate::ratelimit::Standing>() {
+            admission.0.standings.push(writes);
+        }
         rate_limit_headers(&admission.0, &mut response);
     }
     response

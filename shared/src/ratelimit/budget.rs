@@ -12,14 +12,16 @@
 //!
 //! At the budget an API write is refused before anything is written (a 429
 //! in the error shape, `Retry-After`); a job's write waits for the bucket
-//! and goes on ([`AtLimit::Pace`]): imports are paced, never refused. The
-//! bucket is the limiter's (leases, GCRA, failing open).
+//! and goes on ([`AtLimit::Pace`]): imports are paced, never refused, and
+//! take only while a fifth of the budget stays free for the API's writes
+//! ([`Kind::JobWrites`]). The bucket is the limiter's (leases, GCRA,
+//! failing open).
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::Limiter;
+use super::{Kind, Limiter};
 use crate::error::ApiError;
 use crate::keys;
 use crate::store::{Item, Key, Metrics, Page, Query, SharedStore, Store, StoreError, Write};
@@ -83,7 +85,18 @@ impl Budgeted {
             .map(|writes| items_of(writes))
             .fold(0u32, u32::saturating_add);
         loop {
-            let admission = self.limiter.admit_writes(&self.inner, ws, items).await;
+            let kind = match self.at_limit {
+                AtLimit::Refuse => Kind::Writes,
+                AtLimit::Pace => Kind::JobWrites,
+            };
+            let admission = self
+                .limiter
+                .admit_writes(&self.inner, ws, items, kind)
+                .await;
+            // Where the budget stands, for the answer's `RateLimit` headers.
+            if let Some(standing) = admission.standings.first() {
+                crate::context::leave_note(*standing);
+            }
             let Some(refusal) = admission.refusal() else {
                 return Ok(());
             };

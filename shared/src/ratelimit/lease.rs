@@ -371,8 +371,11 @@ impl Limiter {
                 let stored = stored_in(&items, &want.key, want.miss.seen, policy, now);
                 let credit = want.miss.back.map_or(0, |back| back.credit(stored, now));
                 let base = (stored.map_or(now, |stored| stored.tat) - credit).max(now);
-                let cost = within(policy.quota, cost);
-                let free = policy.left(base, now);
+                // What the bucket keeps free of this kind's takes (a job's
+                // writes leave the API a fifth of the budget).
+                let kept = want.kind.kept(policy);
+                let cost = within(policy.quota - kept, cost);
+                let free = policy.left(base, now).saturating_sub(kept);
                 let standing = |at, short| Taken { policy, at, short };
                 if cost == 0 {
                     // Nothing to take (a batch whose first request took the

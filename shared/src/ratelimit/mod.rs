@@ -190,20 +190,23 @@ impl Limiter {
             .await
     }
 
-    /// Takes `items` of workspace `ws`'s write budget (`budget.rs`), its
-    /// lease's write sent on with `store` (the ungated one: the bucket's own
-    /// writes are not budgeted). Never fails, as [`Self::admit`].
+    /// Takes `items` of workspace `ws`'s write budget (`budget.rs`) for an
+    /// API write, or for a job's (`kind`: [`Kind::Writes`] or
+    /// [`Kind::JobWrites`]), its lease's write sent on with `store` (the
+    /// ungated one: the bucket's own writes are not budgeted). Never fails,
+    /// as [`Self::admit`].
     pub async fn admit_writes(
         self: &Arc<Self>,
         store: &SharedStore,
         ws: WorkspaceId,
         items: u32,
+        kind: Kind,
     ) -> Admission {
         let how = How {
             ahead: None,
             send_on: Some((self, store)),
         };
-        let buckets = [("writes", keys::write_bucket(ws), Kind::Writes)];
+        let buckets = [("writes", keys::write_bucket(ws), kind)];
         self.admit_how(store.as_ref(), ws, &buckets, (items, 0), how)
             .await
     }

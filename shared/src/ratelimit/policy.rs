@@ -117,12 +117,27 @@ fn default_writes() -> Policy {
     Limits::DEFAULT.writes
 }
 
-/// Which bucket of a workspace's limits.
+/// Which bucket of a workspace's limits, and who takes from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Token,
     Workspace,
+    /// The write budget, taken by API writes.
     Writes,
+    /// The write budget, taken by a background job's writes: they leave a
+    /// fifth of it free ([`Kind::kept`]), so API writes keep room while an
+    /// import runs at the budget.
+    JobWrites,
+}
+
+impl Kind {
+    /// What a take of this kind leaves free of a bucket of `policy`.
+    pub(super) fn kept(self, policy: Policy) -> u32 {
+        match self {
+            Kind::JobWrites => policy.quota / 5,
+            Kind::Token | Kind::Workspace | Kind::Writes => 0,
+        }
+    }
 }
 
 impl Limits {
@@ -131,7 +146,7 @@ impl Limits {
         match kind {
             Kind::Token => self.token,
             Kind::Workspace => self.workspace,
-            Kind::Writes => self.writes,
+            Kind::Writes | Kind::JobWrites => self.writes,
         }
     }
 

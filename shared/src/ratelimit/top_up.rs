@@ -95,7 +95,7 @@ async fn top_up(
         return Ok(());
     }
     let base = lease.tat.max(now);
-    let by = by.min(policy.left(base, now) / 2);
+    let by = by.min(policy.left(base, now).saturating_sub(kind.kept(policy)) / 2);
     if by == 0 {
         return Ok(());
     }

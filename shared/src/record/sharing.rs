@@ -319,6 +319,12 @@ fn copy(e: &StoreError) -> StoreError {
     match e {
         StoreError::Uncertain(why) => StoreError::Uncertain(why.clone()),
         StoreError::Unavailable(why) => StoreError::Unavailable(why.clone()),
+        // A refusal (the write budget's 429) stays itself for every commit:
+        // as a 503 each operation's caller would retry at once.
+        StoreError::Refused(reason) => match reason.downcast_ref::<crate::error::ApiError>() {
+            Some(refusal) => StoreError::Refused(Box::new(refusal.clone())),
+            None => StoreError::Unavailable(e.to_string()),
+        },
         other => StoreError::Unavailable(other.to_string()),
     }
 }
