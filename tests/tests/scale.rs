@@ -13,6 +13,7 @@
 
 use api_tests::serde_json::{Value, json};
 use api_tests::{ADMIN_TOKEN, TestApp, api_test};
+use embedded_store::partitions::PartitionWrites;
 use http::Method;
 
 /// The largest share of all writes a partition of no tenant may take: 1/16
@@ -192,48 +193,65 @@ fn family(partition: &str) -> String {
     }
 }
 
-/// One tenant at 1,000 mutations a second, on a clock the test moves (so
-/// the rate holds on any machine): every 25 ms, 25 mutations at once (10
+/// One tenant's mutations, driven on a clock the test moves (so the rate
+/// holds on any machine): every 25 ms, `times` × 25 mutations at once (10
 /// contact creates with a phone and an e-mail, 5 contact edits, 4 deals in
-/// one stage, status and pipeline, 2 deals won, 3 tags made and 1 deleted),
-/// for 3 seconds. Every partition's busiest second in write units, by the
-/// KB and twice in a transaction, stays under [`UNITS_A_SECOND`] but for
-/// [`KNOWN_HOT`], exactly.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_tenant_at_1000_mutations_a_second_passes_a_partition_limit_only_where_known() {
-    const SECONDS: usize = 3;
-    let (app, partitions) = TestApp::counting_partitions().await;
-    let (app, clock) = app.with_manual_clock();
-    let owner = app.a_contact().await;
-    partitions.clear();
-    let (mut contacts, mut deals, mut tags): (Vec<String>, Vec<String>, Vec<String>) = Default::default();
-    let (mut done, mut conflicts) = (0, 0);
-    for tick in 0..SECONDS * 40 {
+/// one stage, status and pipeline, 2 deals won, 3 tags made and 1 deleted).
+struct Tenant {
+    app: TestApp,
+    clock: std::sync::Arc<shared::ids::ManualClock>,
+    owner: u64,
+    made: usize,
+    contacts: Vec<String>,
+    deals: Vec<String>,
+    tags: Vec<String>,
+    done: usize,
+    conflicts: usize,
+    /// Answers refused by the write budget (429, naming it, `Retry-After`).
+    refused: usize,
+}
+
+impl Tenant {
+    /// `times` × 1,000 mutations a second for `seconds`.
+    async fn drive(&mut self, seconds: usize, times: usize) {
+        for _ in 0..seconds * 40 {
+            self.tick(times).await;
+            self.clock.advance(chrono::Duration::milliseconds(25));
+        }
+    }
+
+    async fn tick(&mut self, times: usize) {
         // (what a 201 makes, the method, the path, the body)
         let mut requests: Vec<(&str, Method, String, Option<Value>)> = Vec::new();
-        for i in 0..10 {
-            let n = tick * 10 + i;
-            let body = json!({ "name": format!("Contact {n}"), "phone": format!("+55 11 9{:04}-{:04}", n / 10000, n % 10000),
-                "email": format!("c{n}@example.com") });
-            requests.push(("contact", Method::POST, "/v3/contacts".into(), Some(body)));
+        for _ in 0..times {
+            for _ in 0..10 {
+                let n = self.made;
+                self.made += 1;
+                let body = json!({ "name": format!("Contact {n}"), "phone": format!("+55 11 9{:04}-{:04}", n / 10000, n % 10000),
+                    "email": format!("c{n}@example.com") });
+                requests.push(("contact", Method::POST, "/v3/contacts".into(), Some(body)));
+            }
+            for id in self.contacts.drain(..).take(5) {
+                requests.push(("", Method::PATCH, format!("/v3/contacts/{id}"), Some(json!({ "notes": "called" }))));
+            }
+            for _ in 0..4 {
+                let body = json!({ "name": "Deal", "value": 100, "status": "open", "contactId": self.owner, "operatorId": 7,
+                    "groupId": 3, "pipelineId": "p1", "stageId": "s1", "origin": "site", "tagIds": [] });
+                requests.push(("deal", Method::POST, "/v3/deals".into(), Some(body)));
+            }
+            for id in self.deals.drain(..).take(2) {
+                requests.push(("", Method::PATCH, format!("/v3/deals/{id}"), Some(json!({ "status": "won" }))));
+            }
+            for _ in 0..3 {
+                let n = self.made;
+                self.made += 1;
+                requests.push(("tag", Method::POST, "/v3/tags".into(), Some(json!({ "name": format!("tag {n}") }))));
+            }
+            if let Some(id) = self.tags.drain(..).next() {
+                requests.push(("", Method::DELETE, format!("/v3/tags/{id}"), None));
+            }
         }
-        for id in contacts.drain(..).take(5) {
-            requests.push(("", Method::PATCH, format!("/v3/contacts/{id}"), Some(json!({ "notes": "called" }))));
-        }
-        for _ in 0..4 {
-            let body = json!({ "name": "Deal", "value": 100, "status": "open", "contactId": owner, "operatorId": 7,
-                "groupId": 3, "pipelineId": "p1", "stageId": "s1", "origin": "site", "tagIds": [] });
-            requests.push(("deal", Method::POST, "/v3/deals".into(), Some(body)));
-        }
-        for id in deals.drain(..).take(2) {
-            requests.push(("", Method::PATCH, format!("/v3/deals/{id}"), Some(json!({ "status": "won" }))));
-        }
-        for i in 0..3 {
-            requests.push(("tag", Method::POST, "/v3/tags".into(), Some(json!({ "name": format!("tag {tick} {i}") }))));
-        }
-        if let Some(id) = tags.drain(..).next() {
-            requests.push(("", Method::DELETE, format!("/v3/tags/{id}"), None));
-        }
+        let app = &self.app;
         let answers = futures::future::join_all(
             requests.iter().map(|(_, method, path, body)| app.send(method.clone(), path, Some(ADMIN_TOKEN), body.clone())),
         )
@@ -241,32 +259,75 @@ async fn a_tenant_at_1000_mutations_a_second_passes_a_partition_limit_only_where
         let kinds = requests.iter().map(|r| r.0);
         for (kind, answer) in kinds.zip(answers) {
             match answer.status.as_u16() {
-                200 | 201 => done += 1,
-                409 | 503 => conflicts += 1,
+                200 | 201 => self.done += 1,
+                409 | 503 => self.conflicts += 1,
+                429 => {
+                    let message = answer.body["message"].as_str().unwrap_or_default();
+                    assert!(message.starts_with("write budget"), "{}", answer.body);
+                    assert!(answer.headers.contains_key("retry-after"));
+                    self.refused += 1;
+                }
                 other => panic!("{other}: {}", answer.body),
             }
             if answer.status == 201 {
                 let id = answer.body["id"].as_str().unwrap().to_owned();
                 match kind {
-                    "contact" => contacts.push(id),
-                    "deal" => deals.push(id),
-                    "tag" => tags.push(id),
+                    "contact" => self.contacts.push(id),
+                    "deal" => self.deals.push(id),
+                    "tag" => self.tags.push(id),
                     _ => {}
                 }
             }
         }
-        clock.advance(chrono::Duration::milliseconds(25));
     }
-    assert!(conflicts * 100 <= (done + conflicts) * 3, "{conflicts} conflicts, {done} done");
+}
 
+/// The partitions past `units` write units in their busiest second, by
+/// family, printing the busiest.
+fn hot_families(partitions: &PartitionWrites, units: u64) -> Vec<String> {
     let peaks = partitions.peaks();
-    println!("{done} mutations in {SECONDS} s; the busiest partitions (write units in their busiest second):");
-    for (partition, _, units) in peaks.iter().take(16) {
-        println!("  {units:>6}  {partition}");
+    for (partition, _, written) in peaks.iter().take(16) {
+        println!("  {written:>6}  {partition}");
     }
-    let hot: Vec<&String> = peaks.iter().filter(|(_, _, units)| *units > UNITS_A_SECOND).map(|(p, _, _)| p).collect();
+    let hot: Vec<&String> = peaks.iter().filter(|(_, _, written)| *written > units).map(|(p, _, _)| p).collect();
     assert!(hot.iter().all(|p| tenant_of(p).is_some()), "a partition of no tenant is hot: {hot:?}");
     let mut hot: Vec<String> = hot.into_iter().map(|p| family(p)).collect();
     hot.sort();
+    hot
+}
+
+/// One tenant at 1,000 mutations a second ([`Tenant`]) for 3 seconds, with
+/// the write budget at its default: none refused, and every partition's
+/// busiest second in write units, by the KB and twice in a transaction,
+/// under [`UNITS_A_SECOND`] but for [`KNOWN_HOT`], exactly. Then 2 seconds
+/// at 3,000 a second: the budget refuses some (429 naming it, with
+/// `Retry-After`), and what it lets through keeps every time-ordered
+/// partition under DynamoDB's 1,000.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_tenant_at_1000_mutations_a_second_passes_a_partition_limit_only_where_known() {
+    let (app, partitions) = TestApp::counting_partitions().await;
+    // Request quotas out of the way; the write budget at its default.
+    let wide = shared::ratelimit::Policy { quota: 1_000_000, window_seconds: 1 };
+    let writes = shared::ratelimit::Limits::DEFAULT.writes;
+    let (app, clock) = app.rate_limited(shared::ratelimit::Limits { token: wide, workspace: wide, writes });
+    let owner = app.a_contact().await;
+    partitions.clear();
+    let mut tenant = Tenant {
+        app, clock, owner, made: 0, contacts: Vec::new(), deals: Vec::new(), tags: Vec::new(),
+        done: 0, conflicts: 0, refused: 0,
+    };
+    tenant.drive(3, 1).await;
+    let (done, conflicts) = (tenant.done, tenant.conflicts);
+    assert!(conflicts * 100 <= (done + conflicts) * 3, "{conflicts} conflicts, {done} done");
+    assert_eq!(tenant.refused, 0, "1,000 mutations a second fit the default write budget");
+    println!("{done} mutations in 3 s; the busiest partitions (write units in their busiest second):");
+    let hot = hot_families(&partitions, UNITS_A_SECOND);
     assert_eq!(hot, KNOWN_HOT, "the partitions past {UNITS_A_SECOND} write units a second");
+
+    partitions.clear();
+    tenant.drive(2, 3).await;
+    println!("at 3,000 a second: {} done, {} refused by the write budget", tenant.done - done, tenant.refused);
+    assert!(tenant.refused > 0, "3,000 mutations a second pass the default write budget");
+    let hot: Vec<String> = hot_families(&partitions, 1_000).into_iter().filter(|p| !KNOWN_HOT.contains(&p.as_str())).collect();
+    assert!(hot.is_empty(), "time-ordered partitions past 1,000 write units a second under the budget: {hot:?}");
 }
