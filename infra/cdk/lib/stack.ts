@@ -66,9 +66,15 @@ export class CrmApiStack extends cdk.Stack {
     const shardedFrom = new cdk.CfnParameter(this, 'ShardedFrom', {
       type: 'String', default: '',
       description: 'CRM_SHARDED_FROM, an RFC 3339 time from which each workspace\'s audit entries, '
-        + 'event log, contacts and deals spread over 8 partitions. Empty at first; set it '
-        + 'once, at least an hour after the deploy that carries it, to a time after that '
-        + 'deploy, and never change it.',
+        + 'event log, contacts, deals, tags, products and webhook deliveries spread over 8 '
+        + 'partitions. Empty at first; set it once, at least an hour after the deploy that '
+        + 'carries it, to a time after that deploy, and never change it.',
+    });
+    const writeBudget = new cdk.CfnParameter(this, 'WriteBudget', {
+      type: 'String', default: '12000/1s', allowedPattern: '^[0-9]+/[0-9]+s$',
+      description: 'CRM_WRITE_BUDGET, the items each workspace\'s writes may put in the table per '
+        + 'window, API and background jobs together (a transaction counts at least 10). '
+        + 'Past it an API write is a 429; an import waits for it.',
     });
 
     const table = new dynamodb.CfnTable(this, 'Table', {
@@ -172,6 +178,7 @@ export class CrmApiStack extends cdk.Stack {
       const logGroup = new logs.CfnLogGroup(this, `${name}LogGroup`, { retentionInDays: logRetentionDays.valueAsNumber });
       const environment: Record<string, string> = {
         CRM_TABLE: table.ref, RUST_LOG: logLevel.valueAsString, CRM_SHARDED_FROM: shardedFrom.valueAsString,
+        CRM_WRITE_BUDGET: writeBudget.valueAsString,
       };
       if (spec.sends === 'jobs') environment.CRM_JOB_QUEUE_URL = jobs.ref;
       if (spec.sends === 'deliveries') environment.CRM_WEBHOOK_QUEUE_URL = webhooks.ref;
