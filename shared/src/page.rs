@@ -13,7 +13,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ApiError, ApiResult};
-use crate::store::{Item, Query, Store};
+use crate::store::{Index, Item, Query, SkRange, Store};
 
 /// The deepest item an offset page may reach.
 pub const MAX_WINDOW: u64 = 10_000;
@@ -348,6 +348,19 @@ pub async fn counted_merged_page<R: crate::record::Record>(
     counter: crate::keys::Counter,
 ) -> ApiResult<ListPage<R>> {
     counted(store, merged_page(store, shards, paging), counter).await
+}
+
+/// A Query of each of a family's shards (`keys::shards`) over one `range`
+/// of the table, in one direction: what [`merged_page`] and
+/// [`cursor_page`] read together.
+pub fn each_shard(partitions: Vec<String>, range: SkRange, forward: bool) -> Vec<Query> {
+    partitions
+        .into_iter()
+        .map(|pk| Query {
+            forward,
+            ..Query::new(Index::TABLE, pk, range.clone())
+        })
+        .collect()
 }
 
 /// An offset page of a family kept over shards ([`merged`]); of one

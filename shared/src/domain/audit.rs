@@ -6,9 +6,9 @@ use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::ids;
 use crate::keys;
-use crate::page::{ListPage, Paging, counted_merged_page, merged};
+use crate::page::{ListPage, Paging, counted_merged_page, each_shard, merged};
 use crate::record;
-use crate::store::{Index, Query, SkRange, Store};
+use crate::store::{Query, SkRange, Store};
 
 pub use crate::record::{AUDIT_LIST as LIST, AuditEntry};
 
@@ -19,10 +19,11 @@ pub async fn list(
     caller: &Caller,
     paging: Paging,
 ) -> ApiResult<ListPage<AuditEntry>> {
-    let shards = keys::audit_entries(caller.workspace_id)
-        .into_iter()
-        .map(|pk| Query::new(Index::TABLE, pk, SkRange::All).backward())
-        .collect();
+    let shards = each_shard(
+        keys::audit_entries(caller.workspace_id),
+        SkRange::All,
+        false,
+    );
     counted_merged_page(
         store,
         shards,

@@ -1,14 +1,15 @@
 //! Records an operator loads by id (`crm load`) and the API reads: products,
 //! custom fields, business hours. One partition per kind and workspace (the
-//! products': their shards), in id order, with a counter for `totalCount`. Written once for every kind.
+//! products': their shards), in id order, with a counter for `totalCount`.
+//! Written once for every kind.
 
 use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::ids::WorkspaceId;
 use crate::keys;
-use crate::page::{ListPage, Paging, counted_merged_page};
+use crate::page::{ListPage, Paging, counted_merged_page, each_shard};
 use crate::record::{self, Versioned};
-use crate::store::{Index, Key, Query, SkRange, Store};
+use crate::store::{Key, SkRange, Store};
 
 pub trait Catalog: Versioned + Clone {
     /// Its id type.
@@ -34,10 +35,7 @@ pub async fn list<R: Catalog>(
     paging: Paging,
 ) -> ApiResult<ListPage<R>> {
     let ws = caller.workspace_id;
-    let shards = R::partitions(ws)
-        .into_iter()
-        .map(|pk| Query::new(Index::TABLE, pk, SkRange::All))
-        .collect();
+    let shards = each_shard(R::partitions(ws), SkRange::All, true);
     counted_merged_page(store, shards, paging, keys::counter(ws, R::LIST)).await
 }
 

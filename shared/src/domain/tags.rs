@@ -17,10 +17,10 @@ use crate::ids::WorkspaceId;
 use crate::keys;
 use crate::load::{LineType, Loadable, WithId};
 use crate::page::{
-    CursorPage, CursorPaging, ListPage, Paging, counted_merged_page, cursor_records,
+    CursorPage, CursorPaging, ListPage, Paging, counted_merged_page, cursor_records, each_shard,
 };
 use crate::record::{self, CommitError, Mutation, Personal, Record, Stamps, with_fresh_id};
-use crate::store::{Index, Key, Query, SkRange, Store};
+use crate::store::{Key, SkRange, Store};
 
 /// The counter behind `totalCount`.
 pub const LIST: &str = "TAG";
@@ -452,10 +452,7 @@ pub async fn delete(store: &dyn Store, caller: &Caller, id: TagId) -> ApiResult<
 /// A `/v3` page in creation order: one Query for the page (one a shard,
 /// merged by id, once sharded), one GetItem for the count.
 pub async fn list(store: &dyn Store, caller: &Caller, paging: Paging) -> ApiResult<ListPage<Tag>> {
-    let shards = keys::tags(caller.workspace_id)
-        .into_iter()
-        .map(|pk| Query::new(Index::TABLE, pk, SkRange::All))
-        .collect();
+    let shards = each_shard(keys::tags(caller.workspace_id), SkRange::All, true);
     counted_merged_page(
         store,
         shards,
@@ -471,21 +468,12 @@ pub async fn list_after(
     caller: &Caller,
     paging: CursorPaging,
 ) -> ApiResult<CursorPage<Tag>> {
-    let after = paging.numeric_cursor()?.map(crate::ids::padded);
-    let shards = keys::tags(caller.workspace_id)
-        .into_iter()
-        .map(|pk| {
-            let mut query = Query::new(Index::TABLE, pk.clone(), SkRange::All);
-            // Every shard is sorted by id: each goes on after the same one.
-            query.start_after = after.clone().map(|sk| {
-                crate::store::Item::from_iter([
-                    (crate::store::PK.to_owned(), pk.into()),
-                    (crate::store::SK.to_owned(), sk.into()),
-                ])
-            });
-            query
-        })
-        .collect();
+    // Every shard is sorted by id: each goes on after the same one.
+    let range = match paging.numeric_cursor()? {
+        Some(after) => SkRange::AtLeast(crate::ids::padded(after.saturating_add(1))),
+        None => SkRange::All,
+    };
+    let shards = each_shard(keys::tags(caller.workspace_id), range, true);
     cursor_records(store, shards, paging.limit, |r: &Tag| r.id.to_string()).await
 }
 

@@ -30,7 +30,7 @@
 //! | Last session      | the same, in one segment               | table | `W#<ws>#SEGMENT#<seg>`| `<time>#<contact:16>#<conversation:16>` |
 
 use super::collection;
-use super::shards::{id_shard, shard_partition, shard_partitions, sharded_from};
+use super::shards::{by_id, shard_partitions};
 use crate::ids::{WorkspaceId, id_type, padded};
 use crate::store::Key;
 
@@ -47,11 +47,7 @@ id_type!(
 const CONTACT: &str = "CONTACT";
 
 pub fn contact(workspace_id: WorkspaceId, contact_id: u64) -> Key {
-    let shard = id_shard(contact_id, sharded_from());
-    Key::new(
-        shard_partition(workspace_id, CONTACT, shard),
-        padded(contact_id),
-    )
+    by_id(workspace_id, CONTACT, contact_id)
 }
 
 /// Every shard of a workspace's contacts, read together for a list.
@@ -75,11 +71,7 @@ pub fn new_contacts(workspace_id: WorkspaceId) -> Vec<String> {
 }
 
 pub fn new_contact(workspace_id: WorkspaceId, contact_id: u64) -> Key {
-    let shard = id_shard(contact_id, sharded_from());
-    Key::new(
-        shard_partition(workspace_id, NEW_CONTACT, shard),
-        padded(contact_id),
-    )
+    by_id(workspace_id, NEW_CONTACT, contact_id)
 }
 
 const NEW_CONTACT: &str = "NEWCONTACT";

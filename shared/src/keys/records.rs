@@ -38,7 +38,7 @@
 //! | Local dead job    | jobs that failed every run (local)     | table | `LOCALQUEUE#DEAD`     | `<ulid>`                |
 
 use super::collection;
-use super::shards::{id_shard, shard_partition, shard_partitions, sharded_from};
+use super::shards::{by_id, id_shard, shard_partition, shard_partitions, sharded_from};
 use crate::ids::{WorkspaceId, id_type, padded};
 use crate::store::Key;
 
@@ -57,12 +57,6 @@ pub fn tag(workspace_id: WorkspaceId, tag_id: TagId) -> Key {
 /// Every shard of a workspace's tags, read together for a list.
 pub fn tags(workspace_id: WorkspaceId) -> Vec<String> {
     shard_partitions(workspace_id, "TAG")
-}
-
-/// A record of a list by id kept over the shards: in the shard of its id.
-fn by_id(workspace_id: WorkspaceId, family: &str, id: u64) -> Key {
-    let shard = id_shard(id, sharded_from());
-    Key::new(shard_partition(workspace_id, family, shard), padded(id))
 }
 
 pub fn tag_name(workspace_id: WorkspaceId, normalized_name: &str) -> Key {

@@ -24,7 +24,8 @@
 use std::sync::OnceLock;
 
 use super::collection;
-use crate::ids::{Timestamp, WorkspaceId};
+use crate::ids::{Timestamp, WorkspaceId, padded};
+use crate::store::Key;
 
 /// Shards of a time-ordered family. Fixed for a cutover: changing it (or the
 /// hashes) would move where stored items are looked for; a later layout is
@@ -40,6 +41,13 @@ pub fn shard_partition(workspace_id: WorkspaceId, family: &str, shard: u32) -> S
     } else {
         collection(workspace_id, &format!("S{shard}#{family}"))
     }
+}
+
+/// A record of a list by id kept over the shards (contacts, deals, tags,
+/// products, new contacts): in the shard of its id, under its padded id.
+pub fn by_id(workspace_id: WorkspaceId, family: &str, id: u64) -> Key {
+    let shard = id_shard(id, sharded_from());
+    Key::new(shard_partition(workspace_id, family, shard), padded(id))
 }
 
 /// Every shard of a family in use, shard 0 first.

@@ -15,9 +15,9 @@ use crate::error::{ApiError, ApiResult};
 use crate::ids::ClientTime;
 use crate::ids::WorkspaceId;
 use crate::keys;
-use crate::page::{ListPage, Paging, counted_merged_page, counted_page, merged_page};
+use crate::page::{ListPage, Paging, counted_merged_page, counted_page, each_shard, merged_page};
 use crate::record;
-use crate::store::{Index, Query, SkRange, Store};
+use crate::store::{Query, SkRange, Store};
 use crate::text;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, schemars::JsonSchema)]
@@ -134,7 +134,7 @@ pub async fn list(
                 "newContact=true lists by creation; sort by createdAt or id",
             ));
         }
-        let shards = whole(keys::new_contacts(ws), forward);
+        let shards = each_shard(keys::new_contacts(ws), SkRange::All, forward);
         let counter = keys::counter(ws, NEW_LIST);
         let (items, total) = tokio::try_join!(
             merged_page(store, shards, paging),
@@ -155,21 +155,10 @@ pub async fn list(
         }
         // Ids are time-ordered: creation order is id order, in every shard.
         SortField::CreatedAt | SortField::Id => {
-            let shards = whole(keys::contact_partitions(ws), forward);
+            let shards = each_shard(keys::contact_partitions(ws), SkRange::All, forward);
             counted_merged_page(store, shards, paging, counter).await
         }
     }
-}
-
-/// A Query of each shard, whole, in the page's direction.
-fn whole(shards: Vec<String>, forward: bool) -> Vec<Query> {
-    shards
-        .into_iter()
-        .map(|pk| Query {
-            forward,
-            ..Query::new(Index::TABLE, pk, SkRange::All)
-        })
-        .collect()
 }
 
 /// The ids in every set (each ascending), or `None` when no filter made a set.

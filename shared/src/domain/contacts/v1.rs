@@ -11,8 +11,8 @@ use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::ids::{self, ClientTime};
 use crate::keys;
-use crate::page::{CursorPage, CursorPaging, cursor_records};
-use crate::store::{Index, Query, SkRange, Store};
+use crate::page::{CursorPage, CursorPaging, cursor_records, each_shard};
+use crate::store::{SkRange, Store};
 
 /// The query of `GET /v1/contacts`.
 #[derive(Debug, Default, Deserialize, Validate, schemars::JsonSchema)]
@@ -83,9 +83,6 @@ pub async fn list_v1(
     );
     let low = low.max(after.saturating_add(1));
     let range = SkRange::Between(ids::padded(low), ids::padded(high));
-    let shards = keys::contact_partitions(ws)
-        .into_iter()
-        .map(|pk| Query::new(Index::TABLE, pk, range.clone()))
-        .collect();
+    let shards = each_shard(keys::contact_partitions(ws), range, true);
     cursor_records(store, shards, paging.limit, |r: &Contact| r.id.to_string()).await
 }

@@ -17,7 +17,7 @@ use crate::ids::WorkspaceId;
 use crate::ids::{self, Timestamp};
 use crate::keys;
 use crate::keys::ContactId;
-use crate::page::{ListPage, MAX_WINDOW, Paging, counted_merged_page, read_up_to};
+use crate::page::{ListPage, MAX_WINDOW, Paging, counted_merged_page, each_shard, read_up_to};
 use crate::period::Window;
 use crate::record;
 use crate::store::{Index, Key, Query, SkRange, Store};
@@ -218,13 +218,7 @@ pub async fn list(store: &dyn Store, caller: &Caller, q: DealQuery) -> ApiResult
     };
     if filters.is_empty() && sort_by == SortBy::CreatedAt {
         // Ids are time-ordered: creation order is id order, in every shard.
-        let shards = keys::deal_partitions(ws)
-            .into_iter()
-            .map(|pk| Query {
-                forward: !descending,
-                ..Query::new(Index::TABLE, pk, SkRange::All)
-            })
-            .collect();
+        let shards = each_shard(keys::deal_partitions(ws), SkRange::All, !descending);
         return counted_merged_page(store, shards, paging, keys::counter(ws, LIST)).await;
     }
 
