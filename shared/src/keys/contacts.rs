@@ -6,17 +6,25 @@
 //! The index items of a contact (phone, e-mail, words, new) are written in the
 //! contact's own transaction, so they are never out of step with it.
 //!
+//! Every new contact writes its index items, so at a tenant's full write
+//! rate they are spread over the shards too (`shards.rs`): those keyed by
+//! a value (phone, e-mail, external id) in the shard of the value, so that
+//! a lookup by value reads one partition, in workspaces made since the
+//! cutover (`keys::value_shard` says why not the older ones); the name
+//! words in the shard of the contact's id, since a search by a word's
+//! first letters cannot hash the word.
+//!
 //! | Entity            | Access pattern                         | Index | pk                    | sk                      |
 //! |-------------------|----------------------------------------|-------|-----------------------|-------------------------|
 //! | Contact           | by id; list or time window by creation (its shards merged) | table | `W#<ws>#CONTACT`, `W#<ws>#S<n>#CONTACT` ([`contact`]) | `<id:16>` |
 //! | Contact           | list by name                           | gsi1  | `W#<ws>#CONTACTNAME`  | `<folded name>#<id:16>` |
 //! | New contact       | `newContact=true`, by creation (its shards merged) | table | `W#<ws>#NEWCONTACT`, `W#<ws>#S<n>#NEWCONTACT` ([`new_contact`]) | `<id:16>` |
-//! | Contact phone     | phone identity (unique per workspace)  | table | `W#<ws>#PHONE`        | `<E.164>`               |
-//! | Contact e-mail    | exact e-mail, without case             | table | `W#<ws>#EMAIL`        | `<email>#<id:16>`       |
-//! | E-mail held       | the first contact to hold an e-mail (a later one marks it shared) | table | `W#<ws>#EMAILHELD` | `<email>` |
+//! | Contact phone     | phone identity (unique per workspace)  | table | `W#<ws>#PHONE`, `W#<ws>#S<n>#PHONE` ([`contact_phone`]) | `<E.164>` |
+//! | Contact e-mail    | exact e-mail, without case             | table | `W#<ws>#EMAIL`, `W#<ws>#S<n>#EMAIL` ([`contact_email`]) | `<email>#<id:16>` |
+//! | E-mail held       | the first contact to hold an e-mail (a later one marks it shared) | table | `W#<ws>#EMAILHELD`, `W#<ws>#S<n>#EMAILHELD` | `<email>` |
 //! | Shared e-mail     | duplicates: e-mails of two contacts or more | table | `W#<ws>#DUPLICATE` | `email#<email>` |
-//! | Contact external id | upsert by `externalId`, exact        | table | `W#<ws>#EXTERNALID`   | `<externalId>#<id:16>`  |
-//! | Contact name word | search by a word's first letters       | table | `W#<ws>#NAMEWORD`     | `<word>#<id:16>`        |
+//! | Contact external id | upsert by `externalId`, exact        | table | `W#<ws>#EXTERNALID`, `W#<ws>#S<n>#EXTERNALID` | `<externalId>#<id:16>` |
+//! | Contact name word | search by a word's first letters (its shards merged) | table | `W#<ws>#NAMEWORD`, `W#<ws>#S<n>#NAMEWORD` ([`contact_word`]) | `<word>#<id:16>` |
 //! | Merged contact    | a merged id's survivor                 | table | `W#<ws>#MERGED`       | `<id:16>`               |
 //! | Contact merge     | by id (the job of a merge)             | table | `W#<ws>#MERGE`        | `<ulid>`                |
 //! | Contact merging   | a contact one merge job is merging away | table | `W#<ws>#MERGING`     | `<id:16>`               |
@@ -30,7 +38,9 @@
 //! | Last session      | the same, in one segment               | table | `W#<ws>#SEGMENT#<seg>`| `<time>#<contact:16>#<conversation:16>` |
 
 use super::collection;
-use super::shards::{by_id, shard_partitions};
+use super::shards::{
+    by_id, by_value, id_shard, shard_partition, shard_partitions, sharded_from, value_partition,
+};
 use crate::ids::{WorkspaceId, id_type, padded};
 use crate::store::Key;
 
@@ -76,12 +86,20 @@ pub fn new_contact(workspace_id: WorkspaceId, contact_id: u64) -> Key {
 
 const NEW_CONTACT: &str = "NEWCONTACT";
 
+const PHONE: &str = "PHONE";
+const EMAIL: &str = "EMAIL";
+const EMAIL_HELD: &str = "EMAILHELD";
+const EXTERNAL_ID: &str = "EXTERNALID";
+const NAME_WORD: &str = "NAMEWORD";
+
+/// A phone's sentinel, in the phone's shard (`keys::value_partition`).
 pub fn contact_phone(workspace_id: WorkspaceId, e164: &str) -> Key {
-    Key::new(collection(workspace_id, "PHONE"), e164)
+    by_value(workspace_id, PHONE, e164, e164.to_owned())
 }
 
-pub fn contact_emails(workspace_id: WorkspaceId) -> String {
-    collection(workspace_id, "EMAIL")
+/// The partition of the e-mail items of this (lowercased) e-mail.
+pub fn contact_emails(workspace_id: WorkspaceId, email: &str) -> String {
+    value_partition(workspace_id, EMAIL, email)
 }
 
 /// Sort-key prefix of every contact with this (lowercased) e-mail.
@@ -90,16 +108,14 @@ pub fn contact_email_prefix(email: &str) -> String {
 }
 
 pub fn contact_email(workspace_id: WorkspaceId, email: &str, contact_id: u64) -> Key {
-    Key::new(
-        contact_emails(workspace_id),
-        format!("{email}#{}", padded(contact_id)),
-    )
+    let sk = format!("{email}#{}", padded(contact_id));
+    by_value(workspace_id, EMAIL, email, sk)
 }
 
 /// The first contact to hold an e-mail leaves this sentinel; a later holder,
 /// finding it, marks the e-mail shared ([`contact_shared_email`]).
 pub fn contact_email_held(workspace_id: WorkspaceId, email: &str) -> Key {
-    Key::new(collection(workspace_id, "EMAILHELD"), email)
+    by_value(workspace_id, EMAIL_HELD, email, email.to_owned())
 }
 
 /// Values held by more than one contact: where duplicates are found.
@@ -116,8 +132,9 @@ pub fn shared_email_of(sk: &str) -> Option<&str> {
     sk.strip_prefix("email#")
 }
 
-pub fn contact_external_ids(workspace_id: WorkspaceId) -> String {
-    collection(workspace_id, "EXTERNALID")
+/// The partition of the items of this `externalId`.
+pub fn contact_external_ids(workspace_id: WorkspaceId, external_id: &str) -> String {
+    value_partition(workspace_id, EXTERNAL_ID, external_id)
 }
 
 /// Sort-key prefix of every contact with this `externalId` (exact).
@@ -126,19 +143,20 @@ pub fn contact_external_id_prefix(external_id: &str) -> String {
 }
 
 pub fn contact_external_id(workspace_id: WorkspaceId, external_id: &str, contact_id: u64) -> Key {
-    Key::new(
-        contact_external_ids(workspace_id),
-        format!("{external_id}#{}", padded(contact_id)),
-    )
+    let sk = format!("{external_id}#{}", padded(contact_id));
+    by_value(workspace_id, EXTERNAL_ID, external_id, sk)
 }
 
-pub fn contact_words(workspace_id: WorkspaceId) -> String {
-    collection(workspace_id, "NAMEWORD")
+/// Every shard of a workspace's name words, read together by a search.
+pub fn contact_words(workspace_id: WorkspaceId) -> Vec<String> {
+    shard_partitions(workspace_id, NAME_WORD)
 }
 
+/// A word of a contact's name, in the shard of the contact's id.
 pub fn contact_word(workspace_id: WorkspaceId, word: &str, contact_id: u64) -> Key {
+    let shard = id_shard(contact_id, sharded_from());
     Key::new(
-        contact_words(workspace_id),
+        shard_partition(workspace_id, NAME_WORD, shard),
         format!("{word}#{}", padded(contact_id)),
     )
 }

@@ -97,6 +97,32 @@ pub fn id_shard(id: u64, from: Option<Timestamp>) -> u32 {
     }
 }
 
+/// The shard of an index item keyed by a value (a phone, an e-mail, an
+/// external id): FNV-1a of the value in a workspace made since the cutover
+/// (`sharded`), else 0. A value carries no time, so a rule by the item's
+/// age could not tell where an item of a value is; the workspace's age
+/// can: a workspace made before the cutover keeps all of its value-keyed
+/// items in shard 0, where they always were, and one made after has none
+/// there. A lookup by value reads one partition either way.
+pub fn value_shard(value: &str, sharded: bool) -> u32 {
+    if sharded {
+        (fnv1a(value.as_bytes()) % SHARDS as u64) as u32
+    } else {
+        0
+    }
+}
+
+/// The partition of a workspace's index items of `family` keyed by `value`.
+pub fn value_partition(workspace_id: WorkspaceId, family: &str, value: &str) -> String {
+    let since = sharded_from().is_some_and(|from| crate::ids::id_time(workspace_id.0) >= from);
+    shard_partition(workspace_id, family, value_shard(value, since))
+}
+
+/// An index item keyed by `value`, under `sk`, in its [`value_partition`].
+pub fn by_value(workspace_id: WorkspaceId, family: &str, value: &str, sk: String) -> Key {
+    Key::new(value_partition(workspace_id, family, value), sk)
+}
+
 /// Whether the ULID `id` was made at or after the cutover `from`.
 fn made_since(id: &str, from: Option<Timestamp>) -> bool {
     let Some(from) = from else { return false };
@@ -185,6 +211,12 @@ mod tests {
         .collect();
         assert_eq!(ids, [7, 1, 2, 4, 4]);
         assert_eq!(id_shard(1, from), 0, "an id of the epoch is from before");
+        let values: Vec<u32> = ["+5511987654321", "ana@example.com", "crm-1", ""]
+            .iter()
+            .map(|value| value_shard(value, true))
+            .collect();
+        assert_eq!(values, [5, 0, 5, 5]);
+        assert_eq!(value_shard("+5511987654321", false), 0);
         assert_eq!(owner_shard("contact#1", made, None), 0);
         assert_eq!(owner_shard("contact#1", "not a ulid", from), 0);
         assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);

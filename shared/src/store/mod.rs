@@ -70,6 +70,15 @@ impl Key {
         item
     }
 
+    /// The key alone, as an item: where a table Query continues after it
+    /// (`Query::start_after`), whether or not an item is stored there.
+    pub fn start_after(&self) -> Item {
+        let mut item = Item::new();
+        item.insert(PK.into(), self.pk.clone().into());
+        item.insert(SK.into(), self.sk.clone().into());
+        item
+    }
+
     /// The key of a stored item, borrowed: `(pk, sk)`.
     pub fn parts_of(item: &Item) -> Option<(&str, &str)> {
         Some((item.get(PK)?.as_str()?, item.get(SK)?.as_str()?))

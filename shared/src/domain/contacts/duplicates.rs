@@ -14,13 +14,13 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use futures_util::future::try_join_all;
 use serde::Serialize;
 
-use super::lookup::ids_of;
+use super::lookup::ids_by_value;
 use super::record::Contact;
 use super::view::ContactV3;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::keys;
-use crate::page::{CursorPage, CursorPaging, cursor_page, read_up_to};
+use crate::page::{CursorPage, CursorPaging, cursor_page};
 use crate::record::find_many;
 use crate::store::{Index, Item, PK, Query, SK, SkRange, Store};
 
@@ -94,15 +94,11 @@ async fn group(
     email: &str,
 ) -> ApiResult<Option<DuplicateGroup>> {
     let ws = caller.workspace_id;
-    let query = Query {
-        keys_only: true,
-        ..Query::new(
-            Index::TABLE,
-            keys::contact_emails(ws),
-            SkRange::Prefix(keys::contact_email_prefix(email)),
-        )
-    };
-    let ids = ids_of(&read_up_to(store, query, MAX_GROUP).await?);
+    let (partitions, prefix) = (
+        keys::contact_emails(ws, email),
+        keys::contact_email_prefix(email),
+    );
+    let ids = ids_by_value(store, partitions, prefix, MAX_GROUP).await?;
     if ids.len() < 2 {
         return Ok(None);
     }

@@ -43,15 +43,23 @@ pub(super) async fn email_ids(
     ws: WorkspaceId,
     email: &str,
 ) -> ApiResult<Vec<u64>> {
+    let email = email.trim().to_lowercase();
+    let partitions = keys::contact_emails(ws, &email);
+    let prefix = keys::contact_email_prefix(&email);
+    ids_by_value(store, partitions, prefix, MAX_WINDOW as usize).await
+}
+
+/// Up to `n` contact ids, ascending, of the index items keyed by one value
+/// (`prefix`, `<value>#`) in its partition (`keys::value_partition`).
+pub(super) async fn ids_by_value(
+    store: &dyn Store,
+    partition: String,
+    prefix: String,
+    n: usize,
+) -> ApiResult<Vec<u64>> {
     let query = Query {
         keys_only: true,
-        ..Query::new(
-            Index::TABLE,
-            keys::contact_emails(ws),
-            SkRange::Prefix(keys::contact_email_prefix(&email.trim().to_lowercase())),
-        )
+        ..Query::new(Index::TABLE, partition, SkRange::Prefix(prefix))
     };
-    Ok(ids_of(
-        &read_up_to(store, query, MAX_WINDOW as usize).await?,
-    ))
+    Ok(ids_of(&read_up_to(store, query, n).await?))
 }

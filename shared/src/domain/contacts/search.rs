@@ -8,9 +8,9 @@ use super::write::by_phone;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::keys;
-use crate::page::{MAX_WINDOW, Paging};
+use crate::page::{MAX_WINDOW, Paging, each_shard, merged_more};
 use crate::record;
-use crate::store::{Index, Query, SkRange, Store};
+use crate::store::{Key, Query, SK, SkRange, Store};
 use crate::{phone, text};
 
 /// `search`: an e-mail (exact), a phone in any format, an id, or the first
@@ -66,22 +66,31 @@ pub(super) async fn search(
             "a name search needs a word of at least 3 letters",
         ));
     };
-    // Read the index of the longest word; the other words must prefix a word of the name.
-    let mut query = Query::new(
-        Index::TABLE,
-        keys::contact_words(ws),
-        SkRange::Prefix(driving),
-    );
-    query.keys_only = true;
+    // Read the index of the longest word over its shards, 100 at a time in
+    // word order; the other words must prefix a word of the name.
     let wanted = (paging.offset + paging.limit) as usize;
     let mut matches = Vec::new();
     let mut seen = HashSet::new();
     let mut read = 0;
+    let mut after: Option<String> = None;
     while matches.len() < wanted && read < MAX_WINDOW as usize {
-        query.limit = Some(100);
-        let step = store.query(&query).await?;
-        read += step.items.len();
-        let ids: Vec<u64> = ids_of(&step.items)
+        let shards = each_shard(
+            keys::contact_words(ws),
+            SkRange::Prefix(driving.clone()),
+            true,
+        )
+        .into_iter()
+        .map(|query| Query {
+            keys_only: true,
+            start_after: after
+                .as_ref()
+                .map(|sk| Key::new(query.pk.clone(), sk.clone()).start_after()),
+            ..query
+        })
+        .collect();
+        let (step, more) = merged_more(store, shards, 100).await?;
+        read += step.len();
+        let ids: Vec<u64> = ids_of(&step)
             .into_iter()
             .filter(|id| seen.insert(*id))
             .collect();
@@ -94,9 +103,9 @@ pub(super) async fn search(
                 matches.push(contact);
             }
         }
-        match step.last_key {
-            Some(last) => query.start_after = Some(last),
-            None => break,
+        match step.last().and_then(|item| item.get(SK)?.as_str()) {
+            Some(last) if more => after = Some(last.to_owned()),
+            _ => break,
         }
     }
     Ok(matches

@@ -4,16 +4,16 @@
 use serde::Deserialize;
 
 use super::input::{ContactPatch, canonical_phone};
-use super::lookup::ids_of;
+use super::lookup::ids_by_value;
 use super::record::Contact;
 use super::write::{Creation, by_phone, create, update, update_read};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::keys;
-use crate::page::read_up_to;
+
 use crate::patch::Patch;
 use crate::record;
-use crate::store::{Index, Query, SkRange, Store};
+use crate::store::Store;
 
 /// What an upsert finds the contact by.
 #[derive(
@@ -108,23 +108,22 @@ async fn find(
     key: &str,
 ) -> ApiResult<Option<Found>> {
     let ws = caller.workspace_id;
-    let (pk, prefix) = match by {
+    let (partitions, prefix) = match by {
         UpsertKey::Phone => {
             return Ok(by_phone(store, caller, key)
                 .await?
                 .map(|c| Found::Read(Box::new(c))));
         }
-        UpsertKey::Email => (keys::contact_emails(ws), keys::contact_email_prefix(key)),
+        UpsertKey::Email => (
+            keys::contact_emails(ws, key),
+            keys::contact_email_prefix(key),
+        ),
         UpsertKey::ExternalId => (
-            keys::contact_external_ids(ws),
+            keys::contact_external_ids(ws, key),
             keys::contact_external_id_prefix(key),
         ),
     };
-    let query = Query {
-        keys_only: true,
-        ..Query::new(Index::TABLE, pk, SkRange::Prefix(prefix))
-    };
-    match ids_of(&read_up_to(store, query, 2).await?).as_slice() {
+    match ids_by_value(store, partitions, prefix, 2).await?.as_slice() {
         [] => Ok(None),
         [id] => Ok(Some(Found::Id(*id))),
         [a, b, ..] => Err(ApiError::conflict(format!(

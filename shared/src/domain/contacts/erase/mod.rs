@@ -414,7 +414,7 @@ async fn forget_keys(
             keys_only: true,
             ..Query::new(
                 Index::TABLE,
-                keys::contact_emails(ws),
+                keys::contact_emails(ws, email),
                 SkRange::Prefix(keys::contact_email_prefix(email)),
             )
         };
