@@ -583,6 +583,24 @@ api_test! {
     }
 }
 
+api_test! {
+    /// A name search reads its word's items over the shards 100 at a time
+    /// and goes on after the last one read: matches past the first hundred
+    /// are found, in the word's order.
+    async fn a_name_search_goes_on_past_its_first_hundred_index_items(app) {
+        let mut both = Vec::new();
+        for n in 0..120 {
+            let name = if n < 115 { format!("Limeira {n}") } else { format!("Limeira Rosa {n}") };
+            let made = app.post("/v3/contacts", json!({ "name": name })).await.expect(201);
+            if n >= 115 {
+                both.push(made["id"].as_str().unwrap().to_owned());
+            }
+        }
+        let found = app.get("/v3/contacts?search=limeira%20rosa&limit=10").await.expect(200);
+        assert_eq!(ids(&found), both);
+    }
+}
+
 /// What its lists cost, at two sizes of the workspace (tests/tests/costs.rs
 /// has the costs every group shares).
 mod costs {
