@@ -94,11 +94,11 @@ async fn group(
     email: &str,
 ) -> ApiResult<Option<DuplicateGroup>> {
     let ws = caller.workspace_id;
-    let (partitions, prefix) = (
+    let (partition, prefix) = (
         keys::contact_emails(ws, email),
         keys::contact_email_prefix(email),
     );
-    let ids = ids_by_value(store, partitions, prefix, MAX_GROUP).await?;
+    let ids = ids_by_value(store, partition, prefix, MAX_GROUP).await?;
     if ids.len() < 2 {
         return Ok(None);
     }

@@ -44,9 +44,9 @@ pub(super) async fn email_ids(
     email: &str,
 ) -> ApiResult<Vec<u64>> {
     let email = email.trim().to_lowercase();
-    let partitions = keys::contact_emails(ws, &email);
+    let partition = keys::contact_emails(ws, &email);
     let prefix = keys::contact_email_prefix(&email);
-    ids_by_value(store, partitions, prefix, MAX_WINDOW as usize).await
+    ids_by_value(store, partition, prefix, MAX_WINDOW as usize).await
 }
 
 /// Up to `n` contact ids, ascending, of the index items keyed by one value

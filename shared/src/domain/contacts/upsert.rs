@@ -10,7 +10,6 @@ use super::write::{Creation, by_phone, create, update, update_read};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::keys;
-
 use crate::patch::Patch;
 use crate::record;
 use crate::store::Store;
@@ -108,7 +107,7 @@ async fn find(
     key: &str,
 ) -> ApiResult<Option<Found>> {
     let ws = caller.workspace_id;
-    let (partitions, prefix) = match by {
+    let (partition, prefix) = match by {
         UpsertKey::Phone => {
             return Ok(by_phone(store, caller, key)
                 .await?
@@ -123,7 +122,7 @@ async fn find(
             keys::contact_external_id_prefix(key),
         ),
     };
-    match ids_by_value(store, partitions, prefix, 2).await?.as_slice() {
+    match ids_by_value(store, partition, prefix, 2).await?.as_slice() {
         [] => Ok(None),
         [id] => Ok(Some(Found::Id(*id))),
         [a, b, ..] => Err(ApiError::conflict(format!(

@@ -17,6 +17,7 @@ mod footprint;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::lookup::ids_by_value;
 use super::record::{Contact, Erased};
 use super::view::ContactV3;
 use super::write::{read, stage_update};
@@ -35,8 +36,7 @@ use crate::page::read_up_to;
 use crate::queue::{JobMessage, JobQueue};
 use crate::record::{Event, Mutation, find_many, personal, retrying, to_item};
 use crate::store::{
-    Condition, Index, Item, Key, MAX_BATCH_GET, Query, SK, SkRange, Store, StoreError, VERSION,
-    Write,
+    Condition, Index, Item, Key, MAX_BATCH_GET, Query, SkRange, Store, StoreError, VERSION, Write,
 };
 use footprint::Footprint;
 
@@ -410,21 +410,12 @@ async fn forget_keys(
         }
     }
     for email in &found.emails {
-        let holders = Query {
-            keys_only: true,
-            ..Query::new(
-                Index::TABLE,
-                keys::contact_emails(ws, email),
-                SkRange::Prefix(keys::contact_email_prefix(email)),
-            )
-        };
-        let others = read_up_to(store, holders, 3).await?.into_iter().any(|i| {
-            let holder = i
-                .get(SK)
-                .and_then(Value::as_str)
-                .and_then(keys::trailing_id);
-            holder.is_some_and(|h| !found.contact_ids.contains(&h))
-        });
+        let (partition, prefix) = (
+            keys::contact_emails(ws, email),
+            keys::contact_email_prefix(email),
+        );
+        let holders = ids_by_value(store, partition, prefix, 3).await?;
+        let others = holders.iter().any(|h| !found.contact_ids.contains(h));
         if !others {
             deletes.push(keys::contact_email_held(ws, email));
             deletes.push(keys::contact_shared_email(ws, email));
