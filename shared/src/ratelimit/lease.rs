@@ -144,7 +144,7 @@ impl Lease {
     /// of fewer than four requests (a slow bucket) is not topped up, nor
     /// one being topped up or whose first write has not landed.
     fn low(&self, now: i64) -> Option<u32> {
-        let size = self.policy.lease_size();
+        let size = self.policy.lease_size(self.most);
         let quarter = size / 4;
         let low = self.held <= quarter
             || self.until.saturating_sub(now).saturating_mul(4) <= LEASE_TIME_US;
@@ -388,11 +388,15 @@ impl Limiter {
                     taken[i] = Some(standing(base, 0)); // until written
                     // Half of what is free at most: another instance finds
                     // some too.
-                    let took = policy.lease_size().min(free / 2).max(cost);
+                    let took = policy
+                        .lease_size(want.kind.most_leased())
+                        .min(free / 2)
+                        .max(cost);
                     let version = stored.map(|stored| stored.version);
                     let returned = stored.map_or(0, |stored| stored.returned);
                     let lease = Lease {
                         policy,
+                        most: want.kind.most_leased(),
                         version: version.unwrap_or(0) + 1,
                         tat: base + policy.time_of(took),
                         returned: returned + credit.max(0),

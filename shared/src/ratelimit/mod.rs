@@ -61,6 +61,8 @@ pub struct Limiter {
 #[derive(Clone)]
 struct Lease {
     policy: Policy,
+    /// The most it holds ([`Kind::most_leased`]).
+    most: u32,
     /// The bucket as this instance last wrote it: its `version`, its `tat`,
     /// and what all leases had given back (`returned`, bucket time).
     version: u64,

@@ -67,12 +67,13 @@ impl Policy {
     }
 
     /// Requests a lease takes when the bucket has them free: a twentieth of
-    /// the quota, at least [`LEASE`] and at most [`MAX_LEASE`], but never
-    /// more than the bucket refills over a lease's life ([`LEASE_TIME_US`]),
-    /// so an instance that stops serving keeps little (one request at a
-    /// time at 20 per hour; 8 at 20 per 5 s; 20 at 100 per 10 s).
-    pub(super) fn lease_size(self) -> u32 {
-        let by_quota = (self.quota / 20).clamp(LEASE, MAX_LEASE);
+    /// the quota, at least [`LEASE`] and at most `most` (its kind's,
+    /// [`Kind::most_leased`]), but never more than the bucket refills over a
+    /// lease's life ([`LEASE_TIME_US`]), so an instance that stops serving
+    /// keeps little (one request at a time at 20 per hour; 8 at 20 per 5 s;
+    /// 20 at 100 per 10 s).
+    pub(super) fn lease_size(self, most: u32) -> u32 {
+        let by_quota = (self.quota / 20).clamp(LEASE, most.max(LEASE));
         let by_time = LEASE_TIME_US * i64::from(self.quota) / self.window_us();
         by_quota
             .min(u32::try_from(by_time).unwrap_or(u32::MAX))
@@ -131,6 +132,19 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// The most a lease of this kind holds: [`MAX_LEASE`] requests, or as
+    /// many operations' items of the write budget (an operation takes at
+    /// least `OPERATION_FLOOR` of them). Counted in requests, a batch of 100
+    /// creates (over 1,000 items) emptied a lease of the budget each time:
+    /// one more durable commit a batch on the embedded store, a third of a
+    /// batch's throughput on disk.
+    pub(super) fn most_leased(self) -> u32 {
+        match self {
+            Kind::Token | Kind::Workspace => MAX_LEASE,
+            Kind::Writes | Kind::JobWrites => MAX_LEASE * super::budget::OPERATION_FLOOR,
+        }
+    }
+
     /// What a take of this kind leaves free of a bucket of `policy`.
     pub(super) fn kept(self, policy: Policy) -> u32 {
         match self {
@@ -261,7 +275,7 @@ mod tests {
                 quota,
                 window_seconds,
             }
-            .lease_size()
+            .lease_size(MAX_LEASE)
         };
         assert_eq!(size(1, 1), 2, "then half of what is free: 1");
         assert_eq!(size(20, 5), 8, "2 s at 4 requests a second");
@@ -270,5 +284,24 @@ mod tests {
         assert_eq!(size(100, 10), 20, "the default token's: 20");
         assert_eq!(size(1000, 10), 50, "the default workspace's: a twentieth");
         assert_eq!(size(1_000_000, 1), MAX_LEASE);
+    }
+
+    #[test]
+    fn a_lease_of_the_write_budget_holds_as_many_operations_as_one_of_requests() {
+        let budget = |quota| {
+            Policy {
+                quota,
+                window_seconds: 1,
+            }
+            .lease_size(Kind::Writes.most_leased())
+        };
+        assert_eq!(budget(12_000), 600, "the default budget's: a twentieth");
+        assert_eq!(
+            budget(1_000_000),
+            10_000,
+            "1,000 operations' floor of items"
+        );
+        assert_eq!(Kind::JobWrites.most_leased(), Kind::Writes.most_leased());
+        assert_eq!(Kind::Token.most_leased(), MAX_LEASE);
     }
 }
