@@ -35,6 +35,7 @@ mod read;
 mod txn;
 mod write;
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -344,7 +345,7 @@ impl Store for EmbeddedStore {
     }
 
     async fn write(&self, writes: Vec<Write>) -> Result<(), StoreError> {
-        self.write_all(vec![writes])
+        self.write_all(&[writes.iter().map(Cow::Borrowed).collect()])
             .await
             .pop()
             .unwrap_or_else(|| Err(StoreError::Other("no answer".into())))
@@ -352,16 +353,16 @@ impl Store for EmbeddedStore {
 
     /// The transactions go to the writer together: one group, one durable
     /// commit, each all or nothing and applied in their order.
-    async fn write_all(&self, transactions: Vec<Vec<Write>>) -> Vec<Result<(), StoreError>> {
+    async fn write_all(&self, transactions: &[Vec<Cow<'_, Write>>]) -> Vec<Result<(), StoreError>> {
         let stopped = || StoreError::Unavailable("the embedded store's writer stopped".into());
         let mut requests = Vec::with_capacity(transactions.len());
         let mut answers = Vec::with_capacity(transactions.len());
         for writes in transactions {
-            let prepared = check_writes(&writes).and_then(|()| {
-                let counted = self.partitions.as_ref().map(|_| writes.clone());
+            let prepared = check_writes(writes.iter().map(AsRef::as_ref)).and_then(|()| {
+                let counted = self.partitions.as_ref().map(|_| owned(writes));
                 let transactional = writes.len() > 1;
                 Ok((
-                    write::prepare(&self.index_defs, writes)?,
+                    write::prepare(&self.index_defs, writes.iter().map(AsRef::as_ref))?,
                     counted,
                     transactional,
                 ))

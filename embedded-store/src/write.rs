@@ -82,10 +82,24 @@ impl NewValue {
     /// `item` (numbers as DynamoDB keeps them), stored under `key`.
     fn of(defs: &[Index], key: &Key, mut item: Item) -> Result<Self, StoreError> {
         item.values_mut().for_each(as_dynamodb_number);
-        let size = item_size(&item);
+        Self::encoded(defs, key, &item)
+    }
+
+    /// [`Self::of`] of an item borrowed: copied only when a number must
+    /// change (a float with nothing after the point), which few hold.
+    fn of_borrowed(defs: &[Index], key: &Key, item: &Item) -> Result<Self, StoreError> {
+        if item.values().all(is_dynamodb_number) {
+            Self::encoded(defs, key, item)
+        } else {
+            Self::of(defs, key, item.clone())
+        }
+    }
+
+    fn encoded(defs: &[Index], key: &Key, item: &Item) -> Result<Self, StoreError> {
+        let size = item_size(item);
         Ok(Self {
-            bytes: to_bytes(&item, size)?,
-            entries: entries(defs, key, Some(&item)),
+            bytes: to_bytes(item, size)?,
+            entries: entries(defs, key, Some(item)),
             units: write_units(size),
         })
     }
@@ -97,26 +111,48 @@ fn entries(defs: &[Index], key: &Key, item: Option<&Item>) -> Vec<Option<Vec<u8>
     defs.iter().enumerate().map(of).collect()
 }
 
-/// Makes a request's writes (checked by [`check_writes`]) ready.
-pub(super) fn prepare(defs: &[Index], writes: Vec<Write>) -> Result<Vec<Prepared>, StoreError> {
-    writes.into_iter().map(|w| prepared(defs, w)).collect()
+/// Makes a request's writes (checked by [`check_writes`]) ready, where
+/// they are: the caller keeps them (a batch's operation commits its own
+/// again when their shared transaction fails).
+pub(super) fn prepare<'a>(
+    defs: &[Index],
+    writes: impl Iterator<Item = &'a Write>,
+) -> Result<Vec<Prepared>, StoreError> {
+    writes.map(|w| prepared(defs, w)).collect()
 }
 
-fn prepared(defs: &[Index], write: Write) -> Result<Prepared, StoreError> {
+fn prepared(defs: &[Index], write: &Write) -> Result<Prepared, StoreError> {
     let (key, op) = match write {
         Write::Put { item, condition } => {
             let key =
-                Key::of(&item).ok_or_else(|| StoreError::Invalid("item without pk/sk".into()))?;
-            let value = NewValue::of(defs, &key, item)?;
+                Key::of(item).ok_or_else(|| StoreError::Invalid("item without pk/sk".into()))?;
+            let value = NewValue::of_borrowed(defs, &key, item)?;
+            let condition = *condition;
             (key, Op::Put { value, condition })
         }
-        Write::Delete { key, condition } => (key, Op::Delete { condition }),
-        Write::Check { key, condition } => (key, Op::Check { condition }),
+        Write::Delete { key, condition } => (
+            key.clone(),
+            Op::Delete {
+                condition: *condition,
+            },
+        ),
+        Write::Check { key, condition } => (
+            key.clone(),
+            Op::Check {
+                condition: *condition,
+            },
+        ),
         Write::Add {
             key,
             attribute,
             delta,
-        } => (key, Op::Add { attribute, delta }),
+        } => (
+            key.clone(),
+            Op::Add {
+                attribute,
+                delta: *delta,
+            },
+        ),
     };
     Ok(Prepared {
         engine_key: item_key(&key),

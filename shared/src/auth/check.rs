@@ -9,6 +9,7 @@
 //! the check first. `http::around` awaits the check before any answer
 //! leaves, so a handler that reads nothing is refused just the same.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -172,7 +173,7 @@ impl Store for Gated {
         self.0.write(writes).await
     }
 
-    async fn write_all(&self, transactions: Vec<Vec<Write>>) -> Vec<Result<(), StoreError>> {
+    async fn write_all(&self, transactions: &[Vec<Cow<'_, Write>>]) -> Vec<Result<(), StoreError>> {
         if let Some(check) = pending()
             && let Err(refusal) = check.verdict().await
         {

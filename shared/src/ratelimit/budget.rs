@@ -17,6 +17,7 @@
 //! ([`Kind::JobWrites`]). The bucket is the limiter's (leases, GCRA,
 //! failing open).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -69,7 +70,7 @@ impl Budgeted {
     /// Takes `transactions`' items of their workspace's budget, waiting or
     /// refusing (the 429) at the limit. Writes that name no workspace are
     /// not counted.
-    async fn take(&self, transactions: &[&[Write]]) -> Result<(), ApiError> {
+    async fn take(&self, transactions: &[Vec<Cow<'_, Write>>]) -> Result<(), ApiError> {
         if !self.limiter.is_on() {
             return Ok(());
         }
@@ -82,7 +83,7 @@ impl Budgeted {
         };
         let items = transactions
             .iter()
-            .map(|writes| items_of(writes))
+            .map(|writes| items_of(writes.iter().map(AsRef::as_ref)))
             .fold(0u32, u32::saturating_add);
         loop {
             let kind = match self.at_limit {
@@ -113,9 +114,8 @@ impl Budgeted {
 }
 
 /// The items one transaction counts against the budget.
-pub fn items_of(writes: &[Write]) -> u32 {
+pub fn items_of<'a>(writes: impl Iterator<Item = &'a Write>) -> u32 {
     let items: usize = writes
-        .iter()
         .map(|write| match write {
             Write::Put { item, .. } => {
                 let indexed = item.contains_key(keys::GSI1.pk);
@@ -144,15 +144,14 @@ impl Store for Budgeted {
     }
 
     async fn write(&self, writes: Vec<Write>) -> Result<(), StoreError> {
-        self.take(&[&writes])
+        self.take(&[writes.iter().map(Cow::Borrowed).collect()])
             .await
             .map_err(|refusal| StoreError::Refused(Box::new(refusal)))?;
         self.inner.write(writes).await
     }
 
-    async fn write_all(&self, transactions: Vec<Vec<Write>>) -> Vec<Result<(), StoreError>> {
-        let all: Vec<&[Write]> = transactions.iter().map(Vec::as_slice).collect();
-        if let Err(refusal) = self.take(&all).await {
+    async fn write_all(&self, transactions: &[Vec<Cow<'_, Write>>]) -> Vec<Result<(), StoreError>> {
+        if let Err(refusal) = self.take(transactions).await {
             let refused = || StoreError::Refused(Box::new(refusal.clone()));
             return transactions.iter().map(|_| Err(refused())).collect();
         }

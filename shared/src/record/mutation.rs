@@ -370,16 +370,19 @@ impl<'a> Mutation<'a> {
             .retain(|(w, _)| !matches!(w, Write::Add { delta: 0, .. }));
         // Within a batch, with the other operations' commits ([`super::sharing`]).
         if super::sharing::active() && self.writes.len() < crate::store::MAX_TRANSACTION_ITEMS {
-            // A copy: the writes stay here for a commit alone.
-            let writes: Vec<Write> = self.writes.iter().map(|(w, _)| w.clone()).collect();
+            let (writes, failures): (Vec<_>, Vec<_>) =
+                std::mem::take(&mut self.writes).into_iter().unzip();
             match super::sharing::offer(store, writes, resource_id).await {
-                Some(super::sharing::Outcome::Landed) => {
+                super::sharing::Outcome::Landed => {
                     super::marks::landed();
                     return Ok(());
                 }
-                Some(super::sharing::Outcome::Failed(e)) => return Err(CommitError::Api(e.into())),
-                // Alone: its transaction failed a condition; on its own now.
-                Some(super::sharing::Outcome::Alone) | None => {}
+                super::sharing::Outcome::Failed(e) => return Err(CommitError::Api(e.into())),
+                // Its transaction failed a condition: on its own now, with
+                // its writes handed back as they were.
+                super::sharing::Outcome::Alone(writes) => {
+                    self.writes = writes.into_iter().zip(failures).collect();
+                }
             }
         }
         // The request's guard (an Idempotency-Key's record) moves in this transaction.

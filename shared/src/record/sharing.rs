@@ -18,6 +18,7 @@
 //! The operations must not read what another writes (the batch groups them
 //! so: `crate::domain::batch`); each reads the store as it stood.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -30,8 +31,9 @@ use crate::store::{Condition, MAX_TRANSACTION_ITEMS, Store, StoreError, Write};
 pub enum Outcome {
     /// It landed with the others.
     Landed,
-    /// Its transaction failed a condition: it commits again on its own.
-    Alone,
+    /// Its transaction failed a condition (or it is not of a wave): it
+    /// commits its writes, handed back, again on its own.
+    Alone(Vec<Write>),
     /// The store failed (or did not say whether it wrote).
     Failed(StoreError),
 }
@@ -121,14 +123,14 @@ pub(super) fn active() -> bool {
 }
 
 /// Hands the commit of `writes` (of `resource_id`) to the wave this task's
-/// operation belongs to, and waits for it; `None` outside a wave. The
-/// writes are the caller's copy: it keeps its own for [`Outcome::Alone`].
-pub(super) async fn offer(
-    store: &dyn Store,
-    writes: Vec<Write>,
-    resource_id: &str,
-) -> Option<Outcome> {
-    let (sharing, order) = SHARING.try_with(|(s, order)| (s.clone(), *order)).ok()?;
+/// operation belongs to, and waits for it; outside a wave, hands them back
+/// ([`Outcome::Alone`]). The store is given them borrowed, so a commit
+/// alone gets them back as they were, without a copy kept meanwhile (a
+/// tenth of a batch's instructions were that copy and its drop).
+pub(super) async fn offer(store: &dyn Store, writes: Vec<Write>, resource_id: &str) -> Outcome {
+    let Ok((sharing, order)) = SHARING.try_with(|(s, order)| (s.clone(), *order)) else {
+        return Outcome::Alone(writes);
+    };
     let (reply, outcome) = oneshot::channel();
     let ready = sharing.stopped(Some(Waiting {
         order,
@@ -137,16 +139,17 @@ pub(super) async fn offer(
         reply,
     }));
     flush(store, ready).await;
-    Some(outcome.await.unwrap_or_else(|_| {
+    outcome.await.unwrap_or_else(|_| {
         Outcome::Failed(StoreError::Other("a shared commit was dropped".into()))
-    }))
+    })
 }
 
 /// One transaction being packed: its writes (and where each item's is, by
 /// the hash of its key: a lookup allocates nothing), and the commits it holds.
 #[derive(Default)]
-struct Packed {
-    writes: Vec<Write>,
+struct Packed<'a> {
+    /// Borrowed from the operations; a merged `ADD` is its own.
+    writes: Vec<Cow<'a, Write>>,
     at: HashMap<u64, usize>,
     holds: Vec<usize>,
 }
@@ -159,7 +162,7 @@ fn key_hash(pk: &str, sk: &str) -> u64 {
     HASHER.hash_one((pk, sk))
 }
 
-impl Packed {
+impl<'a> Packed<'a> {
     /// Where `write` (its key hashed `hash`, [`hash_of`]) goes in it: merged
     /// into an `ADD` of the same counter, new, or nowhere (another write of
     /// the same item is there already, or one of another item whose key
@@ -171,7 +174,7 @@ impl Packed {
         };
         match self.at.get(&hash).copied() {
             None => Place::New,
-            Some(at) => match (&self.writes[at], write) {
+            Some(at) => match (self.writes[at].as_ref(), write) {
                 (there @ Write::Add { attribute: a, .. }, Write::Add { attribute: b, .. })
                     if a == b && there.key_parts() == write.key_parts() =>
                 {
@@ -182,9 +185,9 @@ impl Packed {
         }
     }
 
-    /// Takes `writes` whole (leaving it empty), if they fit beside what it
-    /// holds and leave room for the guard.
-    fn take(&mut self, commit: usize, writes: &mut Vec<Write>) -> bool {
+    /// Takes `writes` whole, if they fit beside what it holds and leave
+    /// room for the guard.
+    fn take(&mut self, commit: usize, writes: &'a [Write]) -> bool {
         // Each key hashed once: a batch of 100 contacts places 1,500 writes.
         let hashes: Vec<Option<u64>> = writes.iter().map(hash_of).collect();
         let mut new = 0;
@@ -198,11 +201,11 @@ impl Packed {
         if !self.holds.is_empty() && self.writes.len() + new >= MAX_TRANSACTION_ITEMS {
             return false;
         }
-        for (write, hash) in writes.drain(..).zip(hashes) {
-            match self.place(&write, hash) {
+        for (write, hash) in writes.iter().zip(hashes) {
+            match self.place(write, hash) {
                 Place::Merge(at) => {
                     if let (Write::Add { delta, .. }, Write::Add { delta: more, .. }) =
-                        (&mut self.writes[at], write)
+                        (self.writes[at].to_mut(), write)
                     {
                         *delta += more;
                     }
@@ -211,7 +214,7 @@ impl Packed {
                     if let Some(hash) = hash {
                         self.at.insert(hash, self.writes.len());
                     }
-                    self.writes.push(write);
+                    self.writes.push(Cow::Borrowed(write));
                 }
             }
         }
@@ -232,34 +235,38 @@ enum Place {
 }
 
 /// Packs and writes `ready`, answering each.
-async fn flush(store: &dyn Store, mut ready: Vec<Waiting>) {
+async fn flush(store: &dyn Store, ready: Vec<Waiting>) {
     if ready.is_empty() {
         return;
     }
+    let mut writes_of = Vec::with_capacity(ready.len());
+    let mut answers = Vec::with_capacity(ready.len());
+    for waiting in ready {
+        writes_of.push(waiting.writes);
+        answers.push((waiting.resource_id, waiting.reply));
+    }
     let mut packed: Vec<Packed> = Vec::new();
-    for (commit, waiting) in ready.iter_mut().enumerate() {
+    for (commit, writes) in writes_of.iter().enumerate() {
         let fits = packed
             .last_mut()
-            .is_some_and(|last| last.take(commit, &mut waiting.writes));
+            .is_some_and(|last| last.take(commit, writes));
         if !fits {
             let mut next = Packed::default();
-            next.take(commit, &mut waiting.writes);
+            next.take(commit, writes);
             packed.push(next);
         }
     }
     // A counter moved by +n and -n comes to nothing: no write.
     for p in &mut packed {
         p.writes
-            .retain(|w| !matches!(w, Write::Add { delta: 0, .. }));
+            .retain(|w| !matches!(w.as_ref(), Write::Add { delta: 0, .. }));
     }
     // The guard moves with the first transaction; the others check it did.
-    let guarded = match super::guard::current(&ready[0].resource_id) {
+    let guarded = match super::guard::current(&answers[0].0) {
         None => None,
         Some(Err(e)) => {
-            for waiting in ready {
-                let _ = waiting
-                    .reply
-                    .send(Outcome::Failed(StoreError::Other(e.message.clone())));
+            for (_, reply) in answers {
+                let _ = reply.send(Outcome::Failed(StoreError::Other(e.message.clone())));
             }
             return;
         }
@@ -270,26 +277,30 @@ async fn flush(store: &dyn Store, mut ready: Vec<Waiting>) {
         let holds = after(&guarded.write);
         for p in packed.iter_mut().skip(1) {
             match &holds {
-                Some(check) => p.writes.push(check.clone()),
+                Some(check) => p.writes.push(Cow::Owned(check.clone())),
                 // A guard that cannot be checked: each commits alone.
                 None => p.writes.clear(),
             }
         }
-        packed[0].writes.push(guarded.write);
+        packed[0].writes.push(Cow::Owned(guarded.write));
         guard_pending = Some(guarded.pending);
     }
-    // The writes move into the store's call; whether each transaction had
-    // any stays, to match the answers to them.
+    // Whether each transaction had any writes stays, to match the answers
+    // to them.
     let written: Vec<bool> = packed.iter().map(|p| !p.writes.is_empty()).collect();
-    let transactions: Vec<Vec<Write>> = packed
+    let transactions: Vec<Vec<Cow<Write>>> = packed
         .iter_mut()
         .map(|p| std::mem::take(&mut p.writes))
         .filter(|t| !t.is_empty())
         .collect();
-    let results = store.write_all(transactions).await;
+    let results = store.write_all(&transactions).await;
+    drop(transactions);
     let mut results = results.into_iter();
-    let mut replies: Vec<Option<oneshot::Sender<Outcome>>> =
-        ready.into_iter().map(|w| Some(w.reply)).collect();
+    // What became of each commit: landed, alone (`None`) or failed. One
+    // that no transaction took (a write naming no item, or one item twice)
+    // commits alone, where the store says what is wrong with it.
+    let mut landed: Vec<Result<(), Option<StoreError>>> =
+        writes_of.iter().map(|_| Err(None)).collect();
     for (position, p) in packed.iter().enumerate() {
         let result = if !written[position] {
             Err(StoreError::ConditionFailed { index: 0 })
@@ -309,16 +320,23 @@ async fn flush(store: &dyn Store, mut ready: Vec<Waiting>) {
             }
         }
         for &commit in &p.holds {
-            let outcome = match &result {
-                Ok(()) => Outcome::Landed,
-                Err(StoreError::ConditionFailed { .. } | StoreError::Invalid(_)) => Outcome::Alone,
-                Err(StoreError::ItemTooLarge) => Outcome::Alone,
-                Err(e) => Outcome::Failed(copy(e)),
+            landed[commit] = match &result {
+                Ok(()) => Ok(()),
+                Err(StoreError::ConditionFailed { .. } | StoreError::Invalid(_)) => Err(None),
+                Err(StoreError::ItemTooLarge) => Err(None),
+                Err(e) => Err(Some(copy(e))),
             };
-            if let Some(reply) = replies[commit].take() {
-                let _ = reply.send(outcome);
-            }
         }
+    }
+    // The transactions borrowed the writes until here.
+    drop(packed);
+    for ((landed, writes), (_, reply)) in landed.into_iter().zip(writes_of).zip(answers) {
+        let outcome = match landed {
+            Ok(()) => Outcome::Landed,
+            Err(None) => Outcome::Alone(writes),
+            Err(Some(e)) => Outcome::Failed(e),
+        };
+        let _ = reply.send(outcome);
     }
 }
 

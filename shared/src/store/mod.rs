@@ -10,8 +10,9 @@
 pub mod dynamo;
 mod size;
 
-pub use size::{as_dynamodb_number, item_size};
+pub use size::{as_dynamodb_number, is_dynamodb_number, item_size};
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -337,13 +338,15 @@ pub trait Store: Send + Sync + 'static {
 
     /// Several transactions, each all or nothing and answered on its own,
     /// applied in their order (a later one sees what an earlier one wrote):
-    /// a batch's shared commits (`record::sharing`). One after the other
-    /// here (DynamoDB); the embedded store commits them in one durable
-    /// commit.
-    async fn write_all(&self, transactions: Vec<Vec<Write>>) -> Vec<Result<(), StoreError>> {
+    /// a batch's shared commits (`record::sharing`). Borrowed: the writes
+    /// stay the operations', which commit them again alone when their
+    /// transaction fails. One after the other here (DynamoDB, a copy each);
+    /// the embedded store commits them in one durable commit, encoding them
+    /// where they are.
+    async fn write_all(&self, transactions: &[Vec<Cow<'_, Write>>]) -> Vec<Result<(), StoreError>> {
         let mut results = Vec::with_capacity(transactions.len());
         for writes in transactions {
-            results.push(self.write(writes).await);
+            results.push(self.write(owned(writes)).await);
         }
         results
     }
@@ -365,9 +368,16 @@ pub trait Store: Send + Sync + 'static {
 
 pub type SharedStore = Arc<dyn Store>;
 
+/// A transaction of [`Store::write_all`], as owned writes.
+pub fn owned(writes: &[Cow<'_, Write>]) -> Vec<Write> {
+    writes.iter().map(|w| w.as_ref().clone()).collect()
+}
+
 /// Checks every backend applies before a transaction: DynamoDB refuses these too.
-pub fn check_writes(writes: &[Write]) -> Result<(), StoreError> {
-    if writes.is_empty() {
+pub fn check_writes<'a>(
+    writes: impl ExactSizeIterator<Item = &'a Write>,
+) -> Result<(), StoreError> {
+    if writes.len() == 0 {
         return Err(StoreError::Invalid("no writes".into()));
     }
     if writes.len() > MAX_TRANSACTION_ITEMS {

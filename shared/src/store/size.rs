@@ -40,6 +40,21 @@ fn value_size(value: &Value) -> usize {
 
 /// DynamoDB keeps numbers as decimals: `1.0` reads back as `1`. So do the
 /// stores here, so that an item reads back alike from both.
+/// Whether [`as_dynamodb_number`] would change `value`: a store that
+/// encodes an item where it is copies it only then.
+pub fn is_dynamodb_number(value: &Value) -> bool {
+    match value {
+        Value::Number(n) => {
+            !(n.is_f64()
+                && n.as_f64()
+                    .is_some_and(|f| f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15))
+        }
+        Value::Array(values) => values.iter().all(is_dynamodb_number),
+        Value::Object(map) => map.values().all(is_dynamodb_number),
+        _ => true,
+    }
+}
+
 pub fn as_dynamodb_number(value: &mut Value) {
     match value {
         Value::Number(n) => {
@@ -61,6 +76,26 @@ pub fn as_dynamodb_number(value: &mut Value) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn is_dynamodb_number_says_whether_as_dynamodb_number_changes_a_value() {
+        for value in [
+            json!(1),
+            json!(1.0),
+            json!(-3.0),
+            json!(1.5),
+            json!(1e300),
+            json!("1.0"),
+            json!([1, 2.0]),
+            json!([1, 2.5]),
+            json!({ "a": { "b": 7.0 } }),
+            json!({ "a": { "b": 7.25 }, "c": null }),
+        ] {
+            let mut normalized = value.clone();
+            as_dynamodb_number(&mut normalized);
+            assert_eq!(is_dynamodb_number(&value), normalized == value, "{value}");
+        }
+    }
 
     #[test]
     fn a_number_counts_the_characters_json_writes() {

@@ -275,7 +275,7 @@ impl Store for DynamoStore {
     }
 
     async fn write(&self, writes: Vec<Write>) -> Result<(), StoreError> {
-        check_writes(&writes)?;
+        check_writes(writes.iter())?;
         Metrics::count(&self.metrics.commits, 1);
         if writes.len() == 1 {
             let w = writes.into_iter().next().expect("one write");
