@@ -344,7 +344,7 @@ async fn insert(
             &tag.id.to_string(),
             name_taken(&tag.name),
         )
-        .count_list(&keys::counter(caller.workspace_id, LIST), 1);
+        .count_in(caller.workspace_id, LIST, 1);
     if let Some(earlier) = earlier_key(caller.workspace_id, &tag.name) {
         m.absent(earlier, name_taken(&tag.name));
     }
@@ -440,7 +440,7 @@ pub async fn delete(store: &dyn Store, caller: &Caller, id: TagId) -> ApiResult<
             caller.workspace_id,
             &normalize_name(&tag.name),
         ))
-        .count_list(&keys::counter(caller.workspace_id, LIST), -1);
+        .count_in(caller.workspace_id, LIST, -1);
     if let Some(earlier) = earlier_key(caller.workspace_id, &tag.name) {
         m.remove(earlier);
     }

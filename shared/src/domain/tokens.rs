@@ -201,7 +201,7 @@ pub fn issue(
     };
     m.create(&token)?
         .put_item(record::to_item(&secret_item)?)
-        .count_list(&keys::counter(workspace_id, LIST), 1);
+        .count_in(workspace_id, LIST, 1);
     Ok(Issued { token, secret })
 }
 
@@ -286,7 +286,7 @@ pub async fn revoke(store: &dyn Store, caller: &Caller, id: &str) -> ApiResult<T
     let mut m = Mutation::new(caller);
     m.delete_record(&token, "API token")
         .remove(keys::token_secret(&token.sha256))
-        .count_list(&keys::counter(caller.workspace_id, LIST), -1);
+        .count_in(caller.workspace_id, LIST, -1);
     crate::domain::webhooks::endpoints::disable_owned_by(store, &mut m, caller.workspace_id, id)
         .await?;
     m.commit(store, "apiToken.revoke", "apiToken", id).await?;

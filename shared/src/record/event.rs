@@ -144,7 +144,7 @@ impl Change {
         Some(Self {
             workspace: keys::workspace_of(&after.key()),
             resource,
-            resource_id: after.event_id(),
+            resource_id: after.event_id_in(&object),
             verb: after.event_verb(before, created),
             object,
             previous,
@@ -156,12 +156,14 @@ impl Change {
     /// record's last: the record's last change had the record's own, and a
     /// receiver that applies only greater versions must apply this one.
     pub fn deleted<R: Record>(record: &R) -> Option<Self> {
+        let resource = R::EVENTS?;
+        let object = record.event_object();
         Some(Self {
             workspace: keys::workspace_of(&record.key()),
-            resource: R::EVENTS?,
-            resource_id: record.event_id(),
+            resource,
+            resource_id: record.event_id_in(&object),
             verb: "deleted",
-            object: record.event_object(),
+            object,
             previous: None,
             version: record.event_version().map(|v| v + 1),
         })

@@ -59,7 +59,13 @@ pub trait Record: Serialize + DeserializeOwned + Clone + Send + Sync + 'static {
 
     /// Its id as the API names it (the view's `id`).
     fn event_id(&self) -> String {
-        match self.event_object().get("id") {
+        self.event_id_in(&self.event_object())
+    }
+
+    /// [`Self::event_id`], read off its [`Self::event_object`] made already
+    /// (making one is most of an event's cost).
+    fn event_id_in(&self, object: &Value) -> String {
+        match object.get("id") {
             Some(Value::String(id)) => id.clone(),
             Some(Value::Number(id)) => id.to_string(),
             _ => self.key().sk,

@@ -5,6 +5,7 @@ use super::event::Change;
 use super::{CLAIMED_BY, COUNT, Record, Versioned, to_item};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
+use crate::ids::WorkspaceId;
 use crate::keys;
 use crate::store::{Condition, Item, Key, Store, StoreError, Write};
 use serde_json::Value;
@@ -303,6 +304,13 @@ impl<'a> Mutation<'a> {
     /// about 20 creates, not 24, and a batch of 100 took 5 or 6).
     pub fn count_list(&mut self, counter: &keys::Counter, delta: i64) -> &mut Self {
         self.count(counter.shard(self.pick), delta)
+    }
+
+    /// [`Self::count_list`] of `list`'s counter in `workspace_id`, building
+    /// only the shard it moves (all of a counter's keys were a tenth of a
+    /// batch's string formatting).
+    pub fn count_in(&mut self, workspace_id: WorkspaceId, list: &str, delta: i64) -> &mut Self {
+        self.count(keys::counter_shard(workspace_id, list, self.pick), delta)
     }
 
     /// Commits the change and its audit entry (`action` such as `tag.create`).

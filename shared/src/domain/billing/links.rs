@@ -325,7 +325,7 @@ pub async fn complete(
         async move {
             let mut m = Mutation::new(acting);
             m.update(current, &mut link)?;
-            m.create(&order)?.count_list(&keys::counter(ws, LIST), 1);
+            m.create(&order)?.count_in(ws, LIST, 1);
             m.commit(store, "checkoutLink.complete", "checkoutLink", code)
                 .await?;
             Ok(order)

@@ -116,7 +116,7 @@ impl Loadable for CampaignLine {
             }
             None => {
                 let mut m = Mutation::new(caller);
-                m.create(&next)?.count_list(&keys::counter(ws, LIST), 1);
+                m.create(&next)?.count_in(ws, LIST, 1);
                 let r = &next.result_counts;
                 rollups::stage(
                     &mut m,

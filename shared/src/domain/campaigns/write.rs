@@ -167,7 +167,7 @@ pub async fn create(
         let campaign = Campaign::new(CampaignId(id), ws, fields.clone(), CampaignStatus::Draft);
         async move {
             let mut m = Mutation::new(caller);
-            m.create(&campaign)?.count_list(&keys::counter(ws, LIST), 1);
+            m.create(&campaign)?.count_in(ws, LIST, 1);
             for item in index_items(&campaign) {
                 m.put_item(item);
             }

@@ -61,10 +61,10 @@ pub(crate) fn add_contact(m: &mut Mutation<'_>, contact: &Contact, count: bool) 
     }
     contact.hold_email(m);
     if count {
-        m.count_list(&keys::counter(ws, LIST), 1);
+        m.count_in(ws, LIST, 1);
     }
     if contact.fields.new_contact {
-        m.count_list(&keys::counter(ws, NEW_LIST), 1);
+        m.count_in(ws, NEW_LIST, 1);
     }
     crate::domain::rollups::stage(m, ws, &[], &crate::domain::rollups::of_contact(contact));
     Ok(())
@@ -219,8 +219,8 @@ pub(super) fn stage_update(
         &crate::domain::rollups::of_contact(next),
     );
     match (current.fields.new_contact, next.fields.new_contact) {
-        (false, true) => m.count_list(&keys::counter(ws, NEW_LIST), 1),
-        (true, false) => m.count_list(&keys::counter(ws, NEW_LIST), -1),
+        (false, true) => m.count_in(ws, NEW_LIST, 1),
+        (true, false) => m.count_in(ws, NEW_LIST, -1),
         _ => m,
     };
 }

@@ -265,8 +265,7 @@ pub async fn create(
         };
         async move {
             let mut m = Mutation::new(caller);
-            m.create(&dashboard)?
-                .count_list(&keys::counter(ws, LIST), 1);
+            m.create(&dashboard)?.count_in(ws, LIST, 1);
             m.commit(store, "dashboard.create", "dashboard", &id.to_string())
                 .await?;
             Ok(dashboard)

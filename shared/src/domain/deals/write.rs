@@ -39,7 +39,7 @@ pub(super) async fn insert(
         version: 1,
     };
     let mut m = Mutation::new(caller);
-    m.create(&deal)?.count_list(&keys::counter(ws, LIST), 1);
+    m.create(&deal)?.count_in(ws, LIST, 1);
     rollups::stage(&mut m, ws, &[], &rollups::of_deal(&deal));
     for item in deal.index_items() {
         m.put_item(item);

@@ -161,9 +161,9 @@ pub(super) async fn absorb(
     if m.update(&survivor, &mut next)? {
         stage_update(&mut m, &survivor, &next, false);
     }
-    m.count_list(&keys::counter(ws, LIST), -1);
+    m.count_in(ws, LIST, -1);
     if merged.fields.new_contact {
-        m.count_list(&keys::counter(ws, NEW_LIST), -1);
+        m.count_in(ws, NEW_LIST, -1);
     }
     let mut pointer = keys::merged_contact(ws, merged.id).item("MergedContact");
     pointer.insert(MERGED_INTO.into(), survivor.id.into());
