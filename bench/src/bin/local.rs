@@ -84,9 +84,14 @@ async fn fill(dir: &Path, n: usize) -> Duration {
                     }
                     let writes: Vec<Write> = (start..(start + 100).min(n))
                         .map(|i| {
+                            // Where the API keeps tag `id` (its shard's partition).
+                            let key = keys::tag(
+                                shared::ids::WorkspaceId(1),
+                                keys::TagId(1_000_000_000 + i as u64),
+                            );
                             let Ok(serde_json::Value::Object(item)) = serde_json::to_value(json!({
-                                "pk": keys::tags(shared::ids::WorkspaceId(1)),
-                                "sk": shared::ids::padded(1_000_000_000 + i as u64),
+                                "pk": key.pk,
+                                "sk": key.sk,
                                 "_type": "Tag",
                                 "id": 1_000_000_000 + i as u64,
                                 "workspaceId": 1,
