@@ -64,9 +64,7 @@ impl Key {
     /// A new item at this key, of this `_type`: what secondary items,
     /// sentinels and marks start from.
     pub fn item(self, kind: &str) -> Item {
-        let mut item = Item::new();
-        item.insert(PK.into(), self.pk.into());
-        item.insert(SK.into(), self.sk.into());
+        let mut item = self.into_item();
         item.insert(TYPE.into(), kind.into());
         item
     }
@@ -74,9 +72,13 @@ impl Key {
     /// The key alone, as an item: where a table Query continues after it
     /// (`Query::start_after`), whether or not an item is stored there.
     pub fn start_after(&self) -> Item {
+        self.clone().into_item()
+    }
+
+    fn into_item(self) -> Item {
         let mut item = Item::new();
-        item.insert(PK.into(), self.pk.clone().into());
-        item.insert(SK.into(), self.sk.clone().into());
+        item.insert(PK.into(), self.pk.into());
+        item.insert(SK.into(), self.sk.into());
         item
     }
 

@@ -14,7 +14,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use futures_util::future::try_join_all;
 use serde::Serialize;
 
-use super::lookup::ids_by_value;
+use super::lookup::email_holders;
 use super::record::Contact;
 use super::view::ContactV3;
 use crate::auth::Caller;
@@ -22,7 +22,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::keys;
 use crate::page::{CursorPage, CursorPaging, cursor_page};
 use crate::record::find_many;
-use crate::store::{Index, Item, PK, Query, SK, SkRange, Store};
+use crate::store::{Index, Key, Query, SK, SkRange, Store};
 
 /// The most holders a group shows (a shared mailbox may hold many more).
 const MAX_GROUP: usize = 100;
@@ -65,10 +65,7 @@ pub async fn duplicates(
             .ok_or_else(|| {
                 ApiError::field("cursor", "must be the nextCursor of the previous page")
             })?;
-        query.start_after = Some(Item::from_iter([
-            (PK.to_owned(), partition.into()),
-            (SK.to_owned(), sk.into()),
-        ]));
+        query.start_after = Some(Key::new(partition, sk).start_after());
     }
     let (marks, more) = cursor_page(store, vec![query], paging.limit).await?;
     let emails: Vec<String> = marks
@@ -94,11 +91,7 @@ async fn group(
     email: &str,
 ) -> ApiResult<Option<DuplicateGroup>> {
     let ws = caller.workspace_id;
-    let (partition, prefix) = (
-        keys::contact_emails(ws, email),
-        keys::contact_email_prefix(email),
-    );
-    let ids = ids_by_value(store, partition, prefix, MAX_GROUP).await?;
+    let ids = email_holders(store, ws, email, MAX_GROUP).await?;
     if ids.len() < 2 {
         return Ok(None);
     }

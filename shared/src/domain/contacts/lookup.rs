@@ -44,9 +44,20 @@ pub(super) async fn email_ids(
     email: &str,
 ) -> ApiResult<Vec<u64>> {
     let email = email.trim().to_lowercase();
-    let partition = keys::contact_emails(ws, &email);
-    let prefix = keys::contact_email_prefix(&email);
-    ids_by_value(store, partition, prefix, MAX_WINDOW as usize).await
+    email_holders(store, ws, &email, MAX_WINDOW as usize).await
+}
+
+/// Up to `n` ids, ascending, of the contacts holding `email` (lowercased
+/// already).
+pub(super) async fn email_holders(
+    store: &dyn Store,
+    ws: WorkspaceId,
+    email: &str,
+    n: usize,
+) -> ApiResult<Vec<u64>> {
+    let partition = keys::contact_emails(ws, email);
+    let prefix = keys::contact_email_prefix(email);
+    ids_by_value(store, partition, prefix, n).await
 }
 
 /// Up to `n` contact ids, ascending, of the index items keyed by one value

@@ -18,7 +18,7 @@ use crate::ids::{self, WorkspaceId};
 use crate::keys;
 use crate::queue::{JobMessage, JobQueue};
 use crate::record::{self, Mutation, Personal, Record, Stamps};
-use crate::store::{Item, Key, PK, SK, Store};
+use crate::store::{Key, SK, Store};
 
 pub use run::{Run, WINDOW, process};
 
@@ -390,10 +390,7 @@ pub async fn errors(
     query.limit = Some(ERRORS_PAGE);
     if let Some(after) = after {
         let key = keys::bulk_import_error(job.workspace_id, &job.id, after);
-        query.start_after = Some(Item::from_iter([
-            (PK.to_owned(), key.pk.into()),
-            (SK.to_owned(), key.sk.into()),
-        ]));
+        query.start_after = Some(key.start_after());
     }
     let page = store.query(&query).await?;
     let mut out = csv::Writer::from_writer(Vec::new());

@@ -17,7 +17,7 @@ mod footprint;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::lookup::ids_by_value;
+use super::lookup::email_holders;
 use super::record::{Contact, Erased};
 use super::view::ContactV3;
 use super::write::{read, stage_update};
@@ -410,11 +410,7 @@ async fn forget_keys(
         }
     }
     for email in &found.emails {
-        let (partition, prefix) = (
-            keys::contact_emails(ws, email),
-            keys::contact_email_prefix(email),
-        );
-        let holders = ids_by_value(store, partition, prefix, 3).await?;
+        let holders = email_holders(store, ws, email, 3).await?;
         let others = holders.iter().any(|h| !found.contact_ids.contains(h));
         if !others {
             deletes.push(keys::contact_email_held(ws, email));
