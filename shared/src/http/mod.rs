@@ -10,7 +10,7 @@ use aide::operation::{OperationHandler, OperationInput, OperationOutput};
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
 use axum::handler::Handler;
-use axum::http::{HeaderValue, Method, StatusCode};
+use axum::http::{HeaderName, HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter};
@@ -242,6 +242,9 @@ fn handlers_store(store: &SharedStore, limiter: &Arc<crate::ratelimit::Limiter>)
     Arc::new(crate::auth::Gated(Arc::new(budgeted)))
 }
 
+/// Made once (a name given as text is checked and hashed at each use).
+const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
 /// The id of the request being served: API Gateway's request id on AWS, the
 /// caller's `x-request-id` when given, a new ULID otherwise.
 fn request_id_of(req: &Request) -> String {
@@ -252,7 +255,7 @@ fn request_id_of(req: &Request) -> String {
         return id.clone();
     }
     req.headers()
-        .get("x-request-id")
+        .get(&X_REQUEST_ID)
         .and_then(|v| v.to_str().ok())
         .filter(|v| !v.is_empty() && v.len() <= 128)
         .map(str::to_owned)
@@ -300,7 +303,7 @@ async fn around(State(served): State<Served>, req: Request, next: Next) -> Respo
                     // A 403 says where the token stands, as `guard::limited` found it.
                     let mut refused = refusal.into_response();
                     for name in guard::RATE_LIMIT_HEADERS {
-                        if let Some(value) = response.headers().get(name) {
+                        if let Some(value) = response.headers().get(&name) {
                             refused.headers_mut().insert(name, value.clone());
                         }
                     }
@@ -316,7 +319,7 @@ async fn around(State(served): State<Served>, req: Request, next: Next) -> Respo
     let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
     tracing::info!(request_id = %request_id, method = %method, route = %route.as_ref().map_or("unmatched", MatchedPath::as_str), status, latency_ms, "request");
     if let Ok(value) = HeaderValue::from_str(&request_id) {
-        response.headers_mut().insert("x-request-id", value);
+        response.headers_mut().insert(X_REQUEST_ID, value);
     }
     response
 }

@@ -82,7 +82,16 @@ pub fn is_ulid(text: &str) -> bool {
 
 /// A numeric id as it stands in a sort key: zero-padded so that text order is number order.
 pub fn padded(id: u64) -> String {
-    format!("{id:0width$}", width = ID_WIDTH)
+    // By hand: most keys hold one, and `format!`'s padding was most of it.
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(id);
+    let mut text = String::with_capacity(ID_WIDTH.max(digits.len()));
+    text.extend(std::iter::repeat_n(
+        '0',
+        ID_WIDTH.saturating_sub(digits.len()),
+    ));
+    text.push_str(digits);
+    text
 }
 
 /// Declares a numeric id type: the number itself in the API, the table and
@@ -163,7 +172,13 @@ pub(crate) const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghi
 /// keys and bodies, message contents).
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest;
-    hex::encode(sha2::Sha256::digest(bytes))
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(64);
+    for byte in sha2::Sha256::digest(bytes) {
+        text.push(char::from(HEX[usize::from(byte >> 4)]));
+        text.push(char::from(HEX[usize::from(byte & 0xF)]));
+    }
+    text
 }
 
 /// `n` random base62 characters (5.95 bits each) from the OS-seeded generator.
@@ -215,19 +230,25 @@ pub fn with_ts_text<R>(ts: &Timestamp, f: impl FnOnce(&str) -> R) -> R {
 
 fn ts_ascii(ts: &Timestamp) -> Option<[u8; 24]> {
     use chrono::{Datelike, Timelike};
-    let (year, nanos) = (ts.year(), ts.nanosecond());
+    // The UTC date and time read once, as chrono keeps them: each accessor
+    // of the `DateTime` works out its offset again, and its seconds since
+    // the epoch its date again.
+    let utc = ts.naive_utc();
+    let (date, time) = (utc.date(), utc.time());
+    let (year, nanos) = (date.year(), time.nanosecond());
     // A leap second's nanoseconds run past one second: chrono writes `:60`.
     let (Ok(year @ 0..=9999), 0..=999_999_999) = (u32::try_from(year), nanos) else {
         return None;
     };
+    let in_day = time.num_seconds_from_midnight();
     let mut text = *b"0000-00-00T00:00:00.000Z";
     let fields = [
         (0, 4, year),
-        (5, 2, ts.month()),
-        (8, 2, ts.day()),
-        (11, 2, ts.hour()),
-        (14, 2, ts.minute()),
-        (17, 2, ts.second()),
+        (5, 2, date.month()),
+        (8, 2, date.day()),
+        (11, 2, in_day / 3600),
+        (14, 2, in_day / 60 % 60),
+        (17, 2, in_day % 60),
         (20, 3, nanos / 1_000_000),
     ];
     for (at, width, mut value) in fields {
@@ -239,8 +260,45 @@ fn ts_ascii(ts: &Timestamp) -> Option<[u8; 24]> {
     Some(text)
 }
 
+/// The text [`format_ts`] writes (`2026-11-22T01:48:19.123Z`), read without
+/// chrono's general RFC 3339 parser: every stored timestamp has this shape
+/// and every read of a record reads two or more.
+fn parse_canonical(text: &str) -> Option<Timestamp> {
+    let b: &[u8; 24] = text.as_bytes().try_into().ok()?;
+    let shape = [
+        (4, b'-'),
+        (7, b'-'),
+        (10, b'T'),
+        (13, b':'),
+        (16, b':'),
+        (19, b'.'),
+        (23, b'Z'),
+    ];
+    if shape.iter().any(|&(at, c)| b[at] != c) {
+        return None;
+    }
+    let number = |from: usize, to: usize| {
+        b[from..to].iter().try_fold(0u32, |n, &c| {
+            c.is_ascii_digit().then(|| n * 10 + u32::from(c - b'0'))
+        })
+    };
+    let date =
+        chrono::NaiveDate::from_ymd_opt(number(0, 4)? as i32, number(5, 7)?, number(8, 10)?)?;
+    // A leap second (`:60`) is not taken here: chrono's parser reads it.
+    let time = chrono::NaiveTime::from_hms_milli_opt(
+        number(11, 13)?,
+        number(14, 16)?,
+        number(17, 19)?,
+        number(20, 23)?,
+    )?;
+    Some(date.and_time(time).and_utc())
+}
+
 /// Parses an RFC 3339 date-time, or a plain date (`2026-11-22`, taken as midnight UTC).
 pub fn parse_ts(text: &str) -> Option<Timestamp> {
+    if let Some(ts) = parse_canonical(text) {
+        return Some(ts);
+    }
     if let Ok(ts) = DateTime::parse_from_rfc3339(text) {
         return Some(ts.with_timezone(&Utc));
     }
@@ -332,8 +390,32 @@ pub mod ts_format {
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Timestamp, D::Error> {
-        let text = String::deserialize(d)?;
-        parse_ts(&text).ok_or_else(|| serde::de::Error::custom("must be an RFC 3339 date-time"))
+        Text::deserialize(d).map(|Text(ts)| ts)
+    }
+
+    /// A timestamp read from its text where it is (no copy of the string).
+    struct Text(Timestamp);
+
+    impl<'de> Deserialize<'de> for Text {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            d.deserialize_str(TextVisitor)
+        }
+    }
+
+    struct TextVisitor;
+
+    impl serde::de::Visitor<'_> for TextVisitor {
+        type Value = Text;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a string")
+        }
+
+        fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Text, E> {
+            parse_ts(text)
+                .map(Text)
+                .ok_or_else(|| E::custom("must be an RFC 3339 date-time"))
+        }
     }
 
     pub mod option {
@@ -347,12 +429,7 @@ pub mod ts_format {
         }
 
         pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Timestamp>, D::Error> {
-            match Option::<String>::deserialize(d)? {
-                Some(text) => parse_ts(&text)
-                    .map(Some)
-                    .ok_or_else(|| serde::de::Error::custom("must be an RFC 3339 date-time")),
-                None => Ok(None),
-            }
+            Option::<Text>::deserialize(d).map(|text| text.map(|Text(ts)| ts))
         }
     }
 }
@@ -425,6 +502,79 @@ mod tests {
                 "{ms}"
             );
         }
+    }
+
+    #[test]
+    fn timestamps_are_written_and_read_as_chrono_does() {
+        use chrono::SecondsFormat;
+        // Every day of years 0 to 9999 is too many: a stride that lands on
+        // each month, leap days and century years among them.
+        let (first, last) = (-62_167_219_200_000_i64, 253_402_300_799_999_i64);
+        let mut millis = first;
+        while millis <= last {
+            let ts = DateTime::from_timestamp_millis(millis).unwrap();
+            let chrono_text = ts.to_rfc3339_opts(SecondsFormat::Millis, true);
+            assert_eq!(format_ts(&ts), chrono_text);
+            assert_eq!(parse_canonical(&chrono_text), Some(ts), "{chrono_text}");
+            millis += 86_399_999 * 7 + 12_345;
+        }
+        for text in [
+            "2024-02-29T23:59:59.999Z",
+            "2000-02-29T00:00:00.000Z",
+            "1970-01-01T00:00:00.000Z",
+        ] {
+            let ts = parse_ts(text).unwrap();
+            assert_eq!(format_ts(&ts), text);
+            assert_eq!(
+                Some(ts),
+                DateTime::parse_from_rfc3339(text).ok().map(|t| t.to_utc())
+            );
+        }
+        // Not the canonical shape: chrono's parser decides.
+        for text in [
+            "2023-02-29T00:00:00.000Z",
+            "2026-13-01T00:00:00.000Z",
+            "2026-11-22T24:00:00.000Z",
+            "2026-11-22t01:48:19.123z",
+            "2026-11-22T01:48:19.1234Z",
+            "+026-11-22T01:48:19.123Z",
+        ] {
+            assert_eq!(parse_canonical(text), None, "{text}");
+            assert_eq!(
+                parse_ts(text),
+                DateTime::parse_from_rfc3339(text).ok().map(|t| t.to_utc()),
+                "{text}"
+            );
+        }
+        // A leap second is chrono's to read and to write.
+        let leap = parse_ts("2016-12-31T23:59:60.500Z").unwrap();
+        assert_eq!(format_ts(&leap), "2016-12-31T23:59:60.500Z");
+        #[derive(serde::Deserialize)]
+        struct At {
+            #[serde(with = "ts_format")]
+            at: Timestamp,
+            #[serde(with = "ts_format::option", default)]
+            until: Option<Timestamp>,
+        }
+        let at: At = serde_json::from_value(
+            serde_json::json!({"at": "2026-11-22T01:48:19.123Z", "until": null}),
+        )
+        .unwrap();
+        assert_eq!(
+            (format_ts(&at.at), at.until),
+            ("2026-11-22T01:48:19.123Z".to_owned(), None)
+        );
+        let wrong = serde_json::from_value::<At>(serde_json::json!({"at": 5}))
+            .err()
+            .unwrap();
+        assert!(wrong.to_string().contains("expected a string"), "{wrong}");
+        let wrong = serde_json::from_value::<At>(serde_json::json!({"at": "soon"}))
+            .err()
+            .unwrap();
+        assert!(
+            wrong.to_string().contains("must be an RFC 3339 date-time"),
+            "{wrong}"
+        );
     }
 
     #[test]

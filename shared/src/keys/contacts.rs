@@ -37,10 +37,10 @@
 //! | Last session      | contacts by last-session time          | table | `W#<ws>#LASTSESSION`  | `<time>#<contact:16>#<conversation:16>` |
 //! | Last session      | the same, in one segment               | table | `W#<ws>#SEGMENT#<seg>`| `<time>#<contact:16>#<conversation:16>` |
 
-use super::collection;
 use super::shards::{
     by_id, by_value, id_shard, shard_partition, shard_partitions, sharded_from, value_partition,
 };
+use super::{collection, concat};
 use crate::ids::{WorkspaceId, id_type, padded};
 use crate::store::Key;
 
@@ -71,7 +71,7 @@ pub fn contacts_by_name(workspace_id: WorkspaceId) -> String {
 }
 
 pub fn contact_name_sort(folded_name: &str, contact_id: u64) -> String {
-    format!("{folded_name}#{}", padded(contact_id))
+    concat(&[folded_name, "#", &padded(contact_id)])
 }
 
 /// Every shard of a workspace's new contacts (in the contact's shard, as
@@ -157,7 +157,7 @@ pub fn contact_word(workspace_id: WorkspaceId, word: &str, contact_id: u64) -> K
     let shard = id_shard(contact_id, sharded_from());
     Key::new(
         shard_partition(workspace_id, NAME_WORD, shard),
-        format!("{word}#{}", padded(contact_id)),
+        concat(&[word, "#", &padded(contact_id)]),
     )
 }
 

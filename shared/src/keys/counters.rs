@@ -9,7 +9,7 @@
 //! | Audit counter shard | the same, shard 1..63               | table | `AUDIT#COUNT#<shard>` | `COUNT#0`               |
 
 use super::DashboardId;
-use super::{ALL_AUDIT, collection, ws};
+use super::{ALL_AUDIT, collection, concat, ws};
 use crate::ids::WorkspaceId;
 use crate::store::Key;
 
@@ -123,10 +123,14 @@ fn sharded_key(workspace_id: WorkspaceId, list: &str, shard: u32) -> Key {
 }
 
 fn shard_key(workspace_id: WorkspaceId, list: &str, shard: u32) -> Key {
-    let sk = format!("COUNT#{list}");
+    let sk = concat(&["COUNT#", list]);
     match shard {
         0 => Key::new(ws(workspace_id), sk),
-        n => Key::new(format!("{}#COUNT#{n}", ws(workspace_id)), sk),
+        n => {
+            let mut digits = itoa::Buffer::new();
+            let pk = concat(&[&ws(workspace_id), "#COUNT#", digits.format(n)]);
+            Key::new(pk, sk)
+        }
     }
 }
 

@@ -11,8 +11,8 @@
 //! | Event             | one record's history, oldest first     | gsi1  | `W#<ws>#HISTORY#<resource>#<id>` | `<ulid>`     |
 //! | Idempotency record | a keyed request's stored answer (TTL) | table | `W#<ws>#IDEMPOTENCY` | `<key sha256>` |
 
-use super::collection;
 use super::shards::{owner_shard, shard_partition, shard_partitions, sharded_from, ulid_shard};
+use super::{collection, concat};
 use crate::ids::WorkspaceId;
 use crate::store::Key;
 
@@ -54,7 +54,7 @@ pub const AUDIT_INDEX_SHARDS: u32 = 16;
 pub fn audit_index_shard(entry_id: &str) -> String {
     // The last characters of a ULID are random.
     let shard = entry_id.bytes().rev().take(4).map(u32::from).sum::<u32>() % AUDIT_INDEX_SHARDS;
-    format!("{ALL_AUDIT}#{shard}")
+    concat(&[ALL_AUDIT, "#", itoa::Buffer::new().format(shard)])
 }
 
 /// Every gsi1 partition of the admin view, the one from before sharding included.
@@ -89,7 +89,7 @@ pub fn event(workspace_id: WorkspaceId, resource: &str, id: &str, cursor: &str) 
 
 /// The shard of an event of record `id` of `resource` made at `cursor`.
 pub fn event_shard(resource: &str, id: &str, cursor: &str) -> u32 {
-    owner_shard(&format!("{resource}#{id}"), cursor, sharded_from())
+    owner_shard(&concat(&[resource, "#", id]), cursor, sharded_from())
 }
 
 /// An event in shard `shard` of the log, under its cursor.
@@ -104,5 +104,5 @@ pub fn event_partitions(workspace_id: WorkspaceId) -> Vec<String> {
 
 /// One record's events (gsi1): `contact` 42's history.
 pub fn history(workspace_id: WorkspaceId, resource: &str, id: &str) -> String {
-    collection(workspace_id, &format!("HISTORY#{resource}#{id}"))
+    collection(workspace_id, &concat(&["HISTORY#", resource, "#", id]))
 }

@@ -177,8 +177,8 @@ impl Change {
         let occurred_at = Stamps::new().created_at;
         StoredEvent {
             event: Event {
-                id: format!("{ID_PREFIX}{cursor}"),
-                kind: format!("{}.{}", self.resource, self.verb),
+                id: keys::concat(&[ID_PREFIX, &cursor]),
+                kind: keys::concat(&[self.resource, ".", self.verb]),
                 workspace_id: self.workspace.unwrap_or(caller.workspace_id),
                 occurred_at,
                 cursor,
