@@ -386,7 +386,10 @@ impl Store for EmbeddedStore {
             let result = match answer {
                 Err(e) => Err(e),
                 Ok(_) if !sent => Err(stopped()),
-                Ok((answer, counted, transactional)) => match answer.await {
+                Ok((answer, counted, transactional)) => match answer.await.map(|done| {
+                    drop(done.writes); // here, on the thread that made them
+                    done.outcome
+                }) {
                     Err(_) => Err(stopped()),
                     Ok(Err(e)) => Err(e),
                     Ok(Ok(units)) => {

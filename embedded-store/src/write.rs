@@ -41,8 +41,17 @@ pub(super) enum Msg {
 
 pub(super) struct Request {
     pub writes: Vec<Prepared>,
-    /// The write units, or why nothing was written.
-    pub reply: oneshot::Sender<Result<f64, StoreError>>,
+    pub reply: oneshot::Sender<Done>,
+}
+
+/// A request's answer: the write units, or why nothing was written; and its
+/// writes, handed back so that they are freed on the thread that made them.
+/// The writer is the one thread every commit waits for, and an allocator
+/// frees another thread's memory dearer than its own (mimalloc: a tenth of
+/// the writer's time for a batch of creates).
+pub(super) struct Done {
+    pub outcome: Result<f64, StoreError>,
+    pub writes: Vec<Prepared>,
 }
 
 /// A write made ready on its caller's thread: all that does not depend on
@@ -257,14 +266,15 @@ fn commit_group(
             // reads it from the engine.
             let written = requests.iter().flatten().map(|w| w.engine_key.as_slice());
             shared.cache.forget(written);
-            for (reply, outcome) in replies.into_iter().zip(outcomes) {
-                let _ = reply.send(outcome);
+            for ((reply, outcome), writes) in replies.into_iter().zip(outcomes).zip(requests) {
+                let _ = reply.send(Done { outcome, writes });
             }
         }
         Err(e) => {
             tracing::error!(error = %e, requests = replies.len(), "the embedded store could not commit");
-            for reply in replies {
-                let _ = reply.send(Err(StoreError::Unavailable(e.to_string())));
+            for (reply, writes) in replies.into_iter().zip(requests) {
+                let outcome = Err(StoreError::Unavailable(e.to_string()));
+                let _ = reply.send(Done { outcome, writes });
             }
         }
     }
