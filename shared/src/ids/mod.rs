@@ -67,8 +67,9 @@ pub fn id_time(id: u64) -> Timestamp {
 /// A new string id (ULID, 26 characters), greater than every one this process
 /// made before, so that entries written in one millisecond still sort in order.
 pub fn new_ulid() -> String {
-    let mut generator = ULIDS.lock().unwrap_or_else(|e| e.into_inner());
-    match generator.generate() {
+    // Every request takes one: the lock is held to generate, not to write out.
+    let made = ULIDS.lock().unwrap_or_else(|e| e.into_inner()).generate();
+    match made {
         Ok(id) => id.to_string(),
         // The random part overflowed within one millisecond: fall back to a fresh one.
         Err(_) => ulid::Ulid::new().to_string(),
