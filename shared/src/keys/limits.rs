@@ -16,7 +16,7 @@ pub fn rate_bucket(workspace_id: WorkspaceId, token: &str) -> Key {
     let sk = if token.is_empty() {
         "WORKSPACE".to_owned()
     } else {
-        format!("TOKEN#{token}")
+        super::concat(&["TOKEN#", token]) // every request builds one
     };
     Key::new(collection(workspace_id, "RATE"), sk)
 }
