@@ -165,7 +165,8 @@ api_test! {
             let cost = app.metrics() - before;
             assert_eq!((cost.gets, cost.batch_gets), (1, 1), "the token, the counter's shards");
             assert!((17..=34).contains(&cost.queries), "16 shards and the old partition, one or two rounds: {cost:?}");
-            assert!(cost.scanned <= 17 * 3 + 17 * 5, "{size} tags: {cost:?}");
+            // A first round of 4 a shard (`page::first_ask`), and rarely the 5 wanted.
+            assert!(cost.scanned <= 17 * 4 + 17 * 5, "{size} tags: {cost:?}");
             let ids: Vec<&str> = page["data"].as_array().unwrap().iter().map(|e| e["id"].as_str().unwrap()).collect();
             let mut sorted = ids.clone();
             sorted.sort_by(|a, b| b.cmp(a));
@@ -239,7 +240,8 @@ api_test! {
             assert_eq!(page["data"].as_array().unwrap().len() as u64, 20.min(size + 1));
             assert_eq!((cost.gets, cost.batch_gets), (1, 1), "the token, the counter's shards: {cost:?}");
             assert!((8..=16).contains(&cost.queries), "{cost:?}");
-            assert!(cost.scanned <= 8 * (20 / 8 + 3) + 8 * 20, "{size} entries: {cost:?}");
+            // A first round of 10 a shard (`page::first_ask`), and rarely the 20 wanted.
+            assert!(cost.scanned <= 8 * 10 + 8 * 20, "{size} entries: {cost:?}");
         }
     }
 }

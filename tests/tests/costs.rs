@@ -124,10 +124,11 @@ api_test! {
 
 api_test! {
     /// A page of the event feed reads the log's 8 shards at once, merged by
-    /// cursor: 8 Queries, 16 at most, and at most `limit` + 3 events a shard
-    /// (the first round's `limit / 8 + 2`, then what is missing), whatever
-    /// the workspace holds (here 20 events, then 120: more than a page could
-    /// read if its cost grew with them).
+    /// cursor: 8 Queries, 16 at most (a second round is rare: `page::first_ask`),
+    /// and at most 8 events a shard (the first round's 6 of the `limit` + 1
+    /// wanted, and rarely a second), whatever the workspace holds (here 20
+    /// events, then 120: more than a page could read if its cost grew with
+    /// them).
     async fn an_event_page_reads_limit_events_at_any_size(app) {
         let (app, clock) = app.with_manual_clock();
         for (round, size) in [20, 100].into_iter().enumerate() {
