@@ -10,6 +10,8 @@
 //! than what the bucket refills over a lease's life, nor than half of what
 //! the bucket has free ([`Policy::lease_size`]).
 
+use std::collections::HashMap;
+
 use futures_util::future::join_all;
 use serde_json::json;
 
@@ -228,13 +230,14 @@ impl Limiter {
     /// has not lapsed. Otherwise the next lease replaces it, and gives back
     /// what it did not use (once: a request that finds it given back already
     /// leases without it).
+    /// `leases` is this instance's, locked: a request takes from all its
+    /// buckets under one lock ([`Limiter::take_all_held`]).
     pub(super) fn take_held(
-        &self,
+        leases: &mut HashMap<Key, Lease>,
         key: &Key,
         cost: (u32, u32),
         now: i64,
     ) -> Result<(Taken, Took), Miss> {
-        let mut leases = self.local.lock().unwrap_or_else(|e| e.into_inner());
         let Some(lease) = leases.get_mut(key) else {
             return Err(Miss {
                 back: None,
