@@ -15,6 +15,7 @@
 //! DynamoDB Local, loads the demo records and writes the table into
 //! `docs/bench-results.md`.
 
+mod cpu;
 mod delay;
 mod phone;
 mod runtime;
@@ -68,6 +69,11 @@ struct Samples {
     init: Vec<f64>,
     first: Vec<f64>,
     warm: Vec<f64>,
+    /// The function's own CPU time (its threads', from `/proc`), per first
+    /// call and per warm call: what of a call is the function's, not the
+    /// store's nor the wire's.
+    first_cpu: Vec<f64>,
+    warm_cpu: Vec<f64>,
     peak_rss_kb: u64,
 }
 
@@ -256,6 +262,7 @@ fn rows(args: &Args, token: &str, ids: &[(&str, String)]) -> Vec<Row> {
 async fn cold_start(args: &Args, row: &Row, samples: &mut Samples) -> Result<(), String> {
     let mut f = Running::start(&args.bin_dir.join(row.function), &row.env).await?;
     samples.init.push(ms(f.init));
+    let mut cpu = f.cpu_ns();
     for n in 0..=args.warm {
         let (status, body, took) = f.call(&row.event).await?;
         if !(200..300).contains(&status) {
@@ -266,10 +273,17 @@ async fn cold_start(args: &Args, row: &Row, samples: &mut Samples) -> Result<(),
         }
         if n == 0 {
             samples.first.push(ms(took));
+            let now = f.cpu_ns();
+            samples.first_cpu.push(now.saturating_sub(cpu) as f64 / 1e6);
+            cpu = now;
         } else {
             samples.warm.push(ms(took));
         }
     }
+    let warm_ns = f.cpu_ns().saturating_sub(cpu) as f64;
+    samples
+        .warm_cpu
+        .push(warm_ns / 1e6 / args.warm.max(1) as f64);
     samples.peak_rss_kb = samples.peak_rss_kb.max(f.peak_rss_kb());
     f.stop().await;
     Ok(())
@@ -318,6 +332,8 @@ async fn main() {
             percentile(&s.warm, 0.5),
             percentile(&s.warm, 0.99),
             s.peak_rss_kb as f64 / 1024.0,
+            percentile(&s.first_cpu, 0.5),
+            percentile(&s.warm_cpu, 0.5),
         ]
     };
     let floor = rows
@@ -326,9 +342,9 @@ async fn main() {
         .map(|i| figures(&samples[i]));
     println!();
     println!(
-        "| function | request | kind | init (median) | first call (median) | warm p50 | warm p99 | peak RSS |"
+        "| function | request | kind | init (median) | first call (median) | warm p50 | warm p99 | peak RSS | CPU, first call | CPU, warm call |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for (row, s) in rows.iter().zip(&samples) {
         let cells: Vec<String> = figures(s)
             .iter()

@@ -188,6 +188,11 @@ impl Running {
         Ok((status, body, sent.elapsed()))
     }
 
+    /// Nanoseconds the process has been on a CPU so far (`cpu.rs`).
+    pub fn cpu_ns(&self) -> u64 {
+        self.child.id().map_or(0, crate::cpu::cpu_ns)
+    }
+
     /// The process's peak resident memory so far (VmHWM), in KB.
     pub fn peak_rss_kb(&self) -> u64 {
         let Some(pid) = self.child.id() else {
